@@ -1,0 +1,40 @@
+-- brooq.cancel(job_id) -> boolean
+--
+-- Cancels a job that is not finished: pending, failed or processing -> canceled,
+-- lease cleared. A handler running it learns it from its next heartbeat (within
+-- lease/3) and its settle writes nothing.
+--
+-- Returns: true when this call canceled the job; false when there is nothing to
+-- cancel: the job is already done, dead or canceled (terminal states are never
+-- overwritten), or no job has this id (never existed, or purged). False rather
+-- than an error, so canceling is idempotent.
+-- Errors:
+--   22004 null_value_not_allowed  job_id is NULL
+-- Touches: updates at most one row of brooq.job.
+create function brooq.cancel(job_id bigint)
+returns boolean
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if cancel.job_id is null then
+        raise exception 'brooq.cancel: job_id must not be NULL'
+            using errcode = 'null_value_not_allowed';
+    end if;
+    update brooq.job j
+       set state = 'canceled',
+           locked_by = null,
+           locked_until = null,
+           updated_at = brooq._now()
+     where j.id = cancel.job_id
+       and j.state in ('pending', 'failed', 'processing');
+    return found;
+end
+$$;
+
+comment on function brooq.cancel(bigint) is
+'Cancel a pending, failed or processing job; true if canceled, false if terminal or unknown. Errors: 22004 NULL id.';
+
+revoke all on function brooq.cancel(bigint) from public;
+grant execute on function brooq.cancel(bigint) to brooq_admin;

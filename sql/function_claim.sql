@@ -1,0 +1,100 @@
+-- brooq.claim(worker, topics, max_jobs, lease) -> setof brooq.claimed_job
+--
+-- Takes up to max_jobs ready jobs for `worker`, in one statement: ready means
+-- state pending or failed, available_at <= now, topic not paused. Order: higher
+-- priority first, then earlier available_at, then lower id; rows locked by
+-- another claimer are skipped (FOR NO KEY UPDATE SKIP LOCKED), so concurrent
+-- claimers never wait for each other and never get the same job. Each claimed job
+-- becomes processing, attempts + 1 (an attempt is charged at claim), lease_token
+-- + 1, locked_by = worker, locked_until = now + lease.
+--
+-- Claim does not take over expired leases: brooq.reap returns them to pending
+-- (the Python worker reaps every lease/2, pg_cron can too).
+--
+-- Parameters:
+--   worker    a non-empty name for the caller, unique per worker process
+--   topics    the topics to take jobs from (unknown ones are an error)
+--   max_jobs  1 to 10000
+--   lease     how long the jobs are held without a heartbeat; > 0
+--
+-- Returns: the claimed jobs (zero rows when nothing is ready), in no set order.
+-- Errors:
+--   22004 null_value_not_allowed   a NULL argument
+--   22023 invalid_parameter_value  empty worker or topics, max_jobs or lease out of range
+--   42704 undefined_object         a topic was never declared
+-- Touches: updates up to max_jobs rows of brooq.job.
+create function brooq.claim(
+    worker text,
+    topics text[],
+    max_jobs integer default 1,
+    lease interval default '30 seconds')
+returns setof brooq.claimed_job
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_active text[];
+    v_unknown text;
+begin
+    if claim.worker is null or claim.topics is null or claim.max_jobs is null or claim.lease is null then
+        raise exception 'brooq.claim: arguments must not be NULL'
+            using errcode = 'null_value_not_allowed';
+    end if;
+    if claim.worker = '' or length(claim.worker) > 200 then
+        raise exception 'invalid worker name "%"', left(claim.worker, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Name the worker with 1 to 200 characters, e.g. host:pid.';
+    end if;
+    if claim.max_jobs not between 1 and 10000 then
+        raise exception 'invalid max_jobs %', claim.max_jobs
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_jobs must be between 1 and 10000.';
+    end if;
+    if claim.lease <= interval '0' then
+        raise exception 'invalid lease %', claim.lease
+            using errcode = 'invalid_parameter_value',
+                  hint = 'The lease must be positive, e.g. ''30 seconds''.';
+    end if;
+    select array_agg(t.name) filter (where not t.paused),
+           min(q.name) filter (where t.name is null)
+      into v_active, v_unknown
+      from unnest(claim.topics) as q(name)
+      left join brooq.topic t on t.name = q.name;
+    if v_unknown is not null or cardinality(claim.topics) = 0 or array_position(claim.topics, null) is not null then
+        raise exception 'cannot claim from topic "%"', coalesce(v_unknown, '')
+            using errcode = case when v_unknown is null then 'invalid_parameter_value' else 'undefined_object' end,
+                  hint = 'Pass a non-empty array of declared topics.';
+    end if;
+
+    return query
+    with ready as (
+        select j.id
+          from brooq.job j
+         where j.state in ('pending', 'failed')
+           and j.topic = any (v_active)
+           and j.available_at <= v_now
+         order by j.priority desc, j.available_at, j.id
+         limit claim.max_jobs
+           for no key update skip locked
+    )
+    update brooq.job j
+       set state = 'processing',
+           attempts = j.attempts + 1,
+           lease_token = j.lease_token + 1,
+           locked_by = claim.worker,
+           locked_until = v_now + claim.lease,
+           updated_at = v_now
+      from ready
+     where j.id = ready.id
+    returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
+              j.lease_token, j.locked_until, j.created_at;
+end
+$$;
+
+comment on function brooq.claim(text, text[], integer, interval) is
+'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics, 42704 unknown topic.';
+
+revoke all on function brooq.claim(text, text[], integer, interval) from public;
+grant execute on function brooq.claim(text, text[], integer, interval) to brooq_worker;

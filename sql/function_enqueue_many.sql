@@ -1,0 +1,133 @@
+-- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay)
+--   -> setof brooq.enqueued, one row per payload, in input order
+--
+-- The bulk path: enqueues many jobs of one topic in one call, in the caller's
+-- transaction. Same rules as brooq.enqueue, per element.
+--
+-- Parameters:
+--   topic             a declared topic
+--   payloads          jsonb[]; no NULL elements; each at most max_payload_bytes
+--   idempotency_keys  text[] of the same length, or NULL for no keys; NULL or
+--                     '' elements = no key. A key repeated inside the batch gives
+--                     every occurrence the first one's id (created = false after
+--                     the first).
+--   available_at, priority, delay   as in brooq.enqueue, for every job
+--
+-- Returns: (id, created) per payload, in input order.
+-- Errors:
+--   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL
+--   42704 undefined_object         the topic was not declared
+--   54000 program_limit_exceeded   a payload is too large (its index is named)
+--   22023 invalid_parameter_value  keys array of another length; a key too long;
+--                                  bad available_at or delay
+-- Touches: inserts up to cardinality(payloads) rows into brooq.job; on error none.
+create function brooq.enqueue_many(
+    topic text,
+    payloads jsonb[],
+    idempotency_keys text[] default null,
+    available_at timestamptz default null,
+    priority integer default 0,
+    delay interval default null)
+returns setof brooq.enqueued
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_now timestamptz := brooq._now();
+    v_at timestamptz;
+    v_n integer := coalesce(cardinality(enqueue_many.payloads), 0);
+    v_max_attempts integer;
+    v_max_bytes integer;
+    v_notify boolean;
+    v_bad record;
+    v_ids bigint[];
+    v_created bigint[];
+begin
+    if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
+        raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass an empty array for no jobs.';
+    end if;
+    select t.max_attempts, t.max_payload_bytes, t.notify
+      into v_max_attempts, v_max_bytes, v_notify
+      from brooq.topic t where t.name = enqueue_many.topic;
+    if not found then
+        raise exception 'topic "%" does not exist', left(enqueue_many.topic, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
+    end if;
+    if enqueue_many.idempotency_keys is not null
+        and coalesce(cardinality(enqueue_many.idempotency_keys), 0) <> v_n then
+        raise exception 'idempotency_keys has % elements, payloads has %',
+                coalesce(cardinality(enqueue_many.idempotency_keys), 0), v_n
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one key per payload (NULL for none), or NULL for no keys at all.';
+    end if;
+    v_at := brooq._available_at(v_now, enqueue_many.available_at, enqueue_many.delay);
+    if v_n = 0 then
+        return;
+    end if;
+
+    select p.ord, p.payload is null as missing, pg_column_size(p.payload) as size
+      into v_bad
+      from unnest(enqueue_many.payloads) with ordinality as p(payload, ord)
+     where p.payload is null or pg_column_size(p.payload) > v_max_bytes
+     order by p.ord
+     limit 1;
+    if found and v_bad.missing then
+        raise exception 'payload % of % is NULL', v_bad.ord, v_n
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass ''{}'' for an empty payload.';
+    elsif found then
+        raise exception 'payload % of % is % bytes, larger than the % bytes allowed for topic "%"',
+                v_bad.ord, v_n, v_bad.size, v_max_bytes, enqueue_many.topic
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
+    end if;
+    select k.ord, k.key into v_bad
+      from unnest(enqueue_many.idempotency_keys) with ordinality as k(key, ord)
+     where length(k.key) > 255
+     limit 1;
+    if found then
+        raise exception 'idempotency key % ("%...") is % characters long', v_bad.ord, left(v_bad.key, 40), length(v_bad.key)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use keys of at most 255 characters, e.g. a hash of the longer one.';
+    end if;
+
+    -- Ids are drawn first, so that each input element knows its own row.
+    v_ids := array(select nextval('brooq.job_id_seq'::regclass) from generate_series(1, v_n));
+
+    with inserted as (
+        insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
+                               available_at, created_at, updated_at)
+        select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
+               nullif(u.key, ''), v_at, v_now, v_now
+          from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
+        on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
+        returning id
+    )
+    select coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
+
+    if v_notify and cardinality(v_created) > 0 and v_at <= v_now then
+        perform pg_notify('brooq', enqueue_many.topic);
+    end if;
+
+    -- A new statement, so a new snapshot: it sees the rows of keys that already
+    -- existed, including those a concurrent transaction committed meanwhile.
+    return query
+    select coalesce(c.id, j.id), c.id is not null
+      from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
+      left join unnest(v_created) as c(id) on c.id = u.id
+      left join brooq.job j
+        on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '')
+     order by u.ord;
+end
+$$;
+
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) is
+'Enqueue many jobs of one topic in one call; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000, 22023 (as enqueue, naming the element).';
+
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) from public;
+grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) to brooq_producer;

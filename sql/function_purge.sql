@@ -1,0 +1,106 @@
+-- brooq.purge(batch_size) -> bigint
+--
+-- Deletes one batch of terminal jobs (done, dead, canceled) that have been
+-- terminal for longer than their topic's retention; topics with retention 0 are
+-- kept forever. Oldest first within each topic, at most batch_size rows in all,
+-- taken with SKIP LOCKED so several purgers do not wait for each other. Jobs in
+-- pending, processing or failed are never deleted, however old. A deleted job's
+-- idempotency key becomes free again.
+--
+-- Parameters:
+--   batch_size  1 to 100000 (default 1000)
+-- Returns: the number of jobs deleted (less than batch_size: nothing more is due).
+-- Errors:
+--   22004 null_value_not_allowed   batch_size is NULL
+--   22023 invalid_parameter_value  batch_size out of range
+-- Touches: deletes up to batch_size rows of brooq.job.
+create function brooq.purge(batch_size integer default 1000)
+returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_deleted bigint;
+begin
+    if purge.batch_size is null then
+        raise exception 'brooq.purge: batch_size must not be NULL'
+            using errcode = 'null_value_not_allowed';
+    end if;
+    if purge.batch_size not between 1 and 100000 then
+        raise exception 'invalid batch_size %', purge.batch_size
+            using errcode = 'invalid_parameter_value',
+                  hint = 'batch_size must be between 1 and 100000.';
+    end if;
+
+    with due as (
+        select d.id
+          from brooq.topic t
+         cross join lateral (
+               select j.id, j.updated_at
+                 from brooq.job j
+                where j.topic = t.name
+                  and j.state in ('done', 'dead', 'canceled')
+                  and j.updated_at < v_now - t.retention
+                order by j.updated_at
+                limit purge.batch_size
+                  for update skip locked
+         ) as d
+         where t.retention > interval '0'
+         order by d.updated_at
+         limit purge.batch_size
+    )
+    delete from brooq.job j
+     using due
+     where j.id = due.id;
+    get diagnostics v_deleted = row_count;
+    return v_deleted;
+end
+$$;
+
+comment on function brooq.purge(integer) is
+'Delete one batch of terminal jobs older than their topic''s retention (0 = keep forever); returns how many. Errors: 22004, 22023 bad batch_size.';
+
+revoke all on function brooq.purge(integer) from public;
+grant execute on function brooq.purge(integer) to brooq_admin;
+
+-- brooq.purge_all(batch_size, max_batches)   (procedure)
+--
+-- Runs brooq.purge until a batch comes back short or max_batches batches ran,
+-- committing after each batch, so locks are short and dead rows are spread out.
+-- Call it outside an explicit transaction block: CALL brooq.purge_all();
+-- A procedure that commits cannot be SECURITY DEFINER or carry SET; it holds no
+-- SQL of its own but the call of brooq.purge, which is.
+--
+-- Parameters:
+--   batch_size   passed to brooq.purge (default 1000)
+--   max_batches  stop after this many batches; NULL = until done
+-- Errors: as brooq.purge; 22023 when max_batches < 1.
+create procedure brooq.purge_all(batch_size integer default 1000, max_batches integer default null)
+language plpgsql
+as $$
+declare
+    v_batches integer := 0;
+    v_deleted bigint;
+begin
+    if purge_all.max_batches < 1 then
+        raise exception 'invalid max_batches %', purge_all.max_batches
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_batches must be at least 1, or NULL for no bound.';
+    end if;
+    loop
+        v_deleted := brooq.purge(purge_all.batch_size);
+        v_batches := v_batches + 1;
+        commit;
+        exit when v_deleted < purge_all.batch_size
+               or v_batches >= coalesce(purge_all.max_batches, v_batches + 1);
+    end loop;
+end
+$$;
+
+comment on procedure brooq.purge_all(integer, integer) is
+'Run brooq.purge batch after batch, committing each, until nothing is due (or max_batches). Errors: as purge; 22023 bad max_batches.';
+
+revoke all on procedure brooq.purge_all(integer, integer) from public;
+grant execute on procedure brooq.purge_all(integer, integer) to brooq_admin;

@@ -1,0 +1,137 @@
+-- brooq.settle_many(worker, job_ids, lease_tokens, outcomes, errors, delays, results)
+--   -> setof brooq.settled
+--
+-- Writes the outcome of many claimed jobs in one statement: the fast path for
+-- workers. Arrays are parallel: element i of each belongs to job_ids[i].
+-- Each write is fenced by the claim itself: state = 'processing', locked_by =
+-- worker and lease_token = the token that claim returned. A job whose lease was
+-- lost (canceled, reaped, claimed again, or already settled by this very call
+-- repeated) is left untouched and missing from the result: that is a normal
+-- answer, not an error, so the caller's own writes in the same transaction stay.
+--
+-- Outcomes:
+--   done      -> done; result stored. last_error keeps the previous failure, if any.
+--   failed    -> failed, retried after the topic's backoff for this attempt;
+--                dead if this was the last attempt (attempts >= max_attempts).
+--   delay     -> failed, retried after least(delay, backoff_max); dead on the last
+--                attempt all the same.
+--   preserve  -> failed, the charged attempt is given back (attempts - 1), retried
+--                after least(coalesce(delay, backoff_base), backoff_max); never dead.
+--   cancel    -> canceled.
+-- Every outcome clears the lease; errors[i], when given, becomes last_error
+-- (cut to 2000 characters).
+--
+-- Parameters:
+--   worker        the name given to claim
+--   job_ids       bigint[], no NULLs, no duplicates
+--   lease_tokens  bigint[], the lease_token of each job's claim
+--   outcomes      text[], one of done, failed, delay, preserve, cancel
+--   errors        text[] or NULL
+--   delays        interval[] or NULL; required (>= 0) where the outcome is delay
+--   results       jsonb[] or NULL; stored for done
+--
+-- Returns: (id, new state) for each job that was settled; in no set order.
+-- Errors:
+--   22004 null_value_not_allowed   worker or a required array or element is NULL
+--   22023 invalid_parameter_value  arrays of different lengths, duplicate ids,
+--                                  an unknown outcome, a missing or negative delay
+-- Touches: updates up to cardinality(job_ids) rows of brooq.job.
+create function brooq.settle_many(
+    worker text,
+    job_ids bigint[],
+    lease_tokens bigint[],
+    outcomes text[],
+    errors text[] default null,
+    delays interval[] default null,
+    results jsonb[] default null)
+returns setof brooq.settled
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_n integer := coalesce(cardinality(settle_many.job_ids), 0);
+    v_bad record;
+begin
+    if settle_many.worker is null or settle_many.job_ids is null
+        or settle_many.lease_tokens is null or settle_many.outcomes is null then
+        raise exception 'brooq.settle_many: worker, job_ids, lease_tokens and outcomes must not be NULL'
+            using errcode = 'null_value_not_allowed';
+    end if;
+    if coalesce(cardinality(settle_many.lease_tokens), 0) <> v_n
+        or coalesce(cardinality(settle_many.outcomes), 0) <> v_n
+        or coalesce(cardinality(settle_many.errors), v_n) <> v_n
+        or coalesce(cardinality(settle_many.delays), v_n) <> v_n
+        or coalesce(cardinality(settle_many.results), v_n) <> v_n then
+        raise exception 'brooq.settle_many: arrays of different lengths (% job ids)', v_n
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one lease_token, outcome (and error, delay, result when given) per job id.';
+    end if;
+
+    select u.ord, u.id, u.token, u.outcome, u.delay,
+           count(*) over (partition by u.id) as copies
+      into v_bad
+      from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes, settle_many.delays)
+           with ordinality as u(id, token, outcome, delay, ord)
+     order by (u.id is null or u.token is null or u.outcome is null) desc,
+              (u.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel')) is true desc,
+              (u.outcome = 'delay' and u.delay is null or u.delay < interval '0') is true desc,
+              copies desc
+     limit 1;
+    if v_n > 0 and (v_bad.id is null or v_bad.token is null or v_bad.outcome is null) then
+        raise exception 'brooq.settle_many: element % has a NULL job id, lease token or outcome', v_bad.ord
+            using errcode = 'null_value_not_allowed';
+    elsif v_n > 0 and v_bad.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel') then
+        raise exception 'unknown outcome "%" for job %', left(v_bad.outcome, 40), v_bad.id
+            using errcode = 'invalid_parameter_value',
+                  hint = 'The outcome is one of done, failed, delay, preserve, cancel.';
+    elsif v_n > 0 and (v_bad.outcome = 'delay' and v_bad.delay is null or v_bad.delay < interval '0') is true then
+        raise exception 'invalid delay % for job %', coalesce(v_bad.delay::text, 'NULL'), v_bad.id
+            using errcode = 'invalid_parameter_value',
+                  hint = 'The outcome delay needs a delay of zero or more, e.g. ''30 seconds''.';
+    elsif v_n > 0 and v_bad.copies > 1 then
+        raise exception 'job % appears % times in one settle_many call', v_bad.id, v_bad.copies
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Settle each job once per call.';
+    end if;
+
+    return query
+    update brooq.job j
+       set state = case
+               when u.outcome = 'done' then 'done'
+               when u.outcome = 'cancel' then 'canceled'
+               when u.outcome = 'preserve' then 'failed'
+               when j.attempts >= j.max_attempts then 'dead'
+               else 'failed'
+           end,
+           attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
+           available_at = case
+               when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
+               when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
+               when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
+               else j.available_at
+           end,
+           result = case when u.outcome = 'done' then u.result else j.result end,
+           last_error = coalesce(left(u.error, 2000), j.last_error),
+           locked_by = null,
+           locked_until = null,
+           updated_at = v_now
+      from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                  settle_many.errors, settle_many.delays, settle_many.results)
+               as u(id, token, outcome, error, delay, result),
+           brooq.topic t
+     where j.id = u.id
+       and j.state = 'processing'
+       and j.locked_by = settle_many.worker
+       and j.lease_token = u.token
+       and t.name = j.topic
+    returning j.id, j.state;
+end
+$$;
+
+comment on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) is
+'Settle many claimed jobs in one statement (outcomes done, failed, delay, preserve, cancel), fenced by worker and lease_token; jobs whose lease was lost are skipped. Errors: 22004 NULL argument, 22023 bad arrays or outcome.';
+
+revoke all on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) from public;
+grant execute on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) to brooq_worker;

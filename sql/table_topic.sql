@@ -1,0 +1,27 @@
+-- brooq.topic: one row per topic, holding its retry, retention and size policy,
+-- so that every language that enqueues or works gets the same rules.
+-- Written only by brooq.declare_topic, brooq.pause_topic and brooq.resume_topic.
+create table brooq.topic (
+    name              text        not null,
+    max_attempts      integer     not null default 5,
+    backoff_base      interval    not null default '1 second',
+    backoff_max       interval    not null default '1 minute',
+    retention         interval    not null default '30 days',
+    max_payload_bytes integer     not null default 1048576,
+    notify            boolean     not null default true,
+    paused            boolean     not null default false,
+    created_at        timestamptz not null,
+    updated_at        timestamptz not null,
+    constraint topic_pkey primary key (name),
+    constraint topic_name_valid check (name ~ '^[a-z0-9._-]{1,128}$'),
+    constraint topic_max_attempts_positive check (max_attempts between 1 and 1000),
+    constraint topic_backoff_base_positive check (backoff_base > interval '0'),
+    constraint topic_backoff_max_not_below_base check (backoff_max >= backoff_base),
+    constraint topic_retention_not_negative check (retention >= interval '0'),
+    constraint topic_max_payload_bytes_range check (max_payload_bytes between 1 and 268435455)
+);
+
+comment on table brooq.topic is
+'Topic settings (private: use brooq.declare_topic). retention = 0 keeps terminal jobs forever.';
+
+revoke all on table brooq.topic from public;

@@ -1,0 +1,39 @@
+-- The named row types that brooq functions return.
+
+-- brooq.enqueue / brooq.enqueue_many: the job's id, and whether this call created
+-- it (false: a job with the same (topic, idempotency_key) already existed).
+create type brooq.enqueued as (
+    id      bigint,
+    created boolean
+);
+
+-- brooq.claim: a job now held by the caller. attempt counts this claim;
+-- lease_token must be handed back to settle and heartbeat.
+create type brooq.claimed_job as (
+    id           bigint,
+    topic        text,
+    payload      jsonb,
+    attempt      integer,
+    max_attempts integer,
+    priority     integer,
+    lease_token  bigint,
+    locked_until timestamptz,
+    created_at   timestamptz
+);
+
+-- brooq.settle_many: the state a settled job was left in.
+create type brooq.settled as (
+    id    bigint,
+    state brooq.job_state
+);
+
+-- brooq.reap: a job whose lease expired and that was put back to pending.
+create type brooq.reaped as (
+    id    bigint,
+    topic text
+);
+
+comment on type brooq.enqueued is 'Result of enqueue: id, and created = false when the idempotency key already existed.';
+comment on type brooq.claimed_job is 'A claimed job: hand lease_token back to settle and heartbeat.';
+comment on type brooq.settled is 'Result of settle_many: the new state of each job that was settled.';
+comment on type brooq.reaped is 'Result of reap: a job returned to pending after its lease expired.';

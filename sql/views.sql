@@ -1,0 +1,54 @@
+-- The observability views. They read only the partial indexes of active jobs
+-- (ready, in flight), so they stay cheap to scrape on a table of millions of
+-- terminal rows. They run with the owner's rights: grant them, not the table.
+
+-- brooq.topic_stats: one row per declared topic.
+--   pending, failed        jobs in that state (failed = waiting for a retry)
+--   ready                  of those, claimable now
+--   scheduled              of those, not yet available
+--   processing             jobs in flight
+--   expired                in flight with an expired lease (reap will return them)
+--   oldest_ready_age       how long the oldest ready job has waited (NULL: none)
+create view brooq.topic_stats as
+select t.name as topic,
+       t.paused,
+       coalesce(w.pending, 0) as pending,
+       coalesce(w.failed, 0) as failed,
+       coalesce(w.ready, 0) as ready,
+       coalesce(w.pending + w.failed - w.ready, 0) as scheduled,
+       coalesce(f.processing, 0) as processing,
+       coalesce(f.expired, 0) as expired,
+       brooq._now() - w.oldest_ready_at as oldest_ready_age
+  from brooq.topic t
+  left join lateral (
+       select count(*) filter (where j.state = 'pending') as pending,
+              count(*) filter (where j.state = 'failed') as failed,
+              count(*) filter (where j.available_at <= brooq._now()) as ready,
+              min(j.available_at) filter (where j.available_at <= brooq._now()) as oldest_ready_at
+         from brooq.job j
+        where j.topic = t.name and j.state in ('pending', 'failed')
+  ) as w on true
+  left join lateral (
+       select count(*) as processing,
+              count(*) filter (where j.locked_until < brooq._now()) as expired
+         from brooq.job j
+        where j.topic = t.name and j.locked_until is not null
+  ) as f on true;
+
+comment on view brooq.topic_stats is
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job.';
+
+-- brooq.in_flight: every job being processed, who holds it and until when.
+create view brooq.in_flight as
+select j.id, j.topic, j.attempts, j.max_attempts, j.locked_by, j.locked_until,
+       j.updated_at as claimed_at,
+       brooq._now() - j.updated_at as running_for,
+       j.locked_until < brooq._now() as expired
+  from brooq.job j
+ where j.locked_until is not null;
+
+comment on view brooq.in_flight is
+'Jobs in flight: who holds each lease, since when, until when, and whether it expired.';
+
+revoke all on brooq.topic_stats, brooq.in_flight from public;
+grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
