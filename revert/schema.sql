@@ -1,0 +1,7 @@
+-- Revert brooq:schema from pg
+
+begin;
+
+drop schema brooq;
+
+commit;

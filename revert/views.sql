@@ -1,0 +1,8 @@
+-- Revert brooq:views from pg
+
+begin;
+
+drop view brooq.in_flight;
+drop view brooq.topic_stats;
+
+commit;
