@@ -8,7 +8,8 @@ begin;
 
 -- brooq.claim(worker, topics, max_jobs, lease) -> setof brooq.claimed_job
 --
--- Takes up to max_jobs ready jobs for `worker`, in one statement: ready means
+-- Takes up to max_jobs ready jobs for `worker`, in one statement (one of two,
+-- for one topic or several): ready means
 -- state pending or failed, available_at <= now, topic not paused. Order: higher
 -- priority first, then earlier available_at, then lower id; rows locked by
 -- another claimer are skipped (FOR NO KEY UPDATE SKIP LOCKED), so concurrent
@@ -76,28 +77,63 @@ begin
                   hint = 'Pass a non-empty array of declared topics.';
     end if;
 
-    return query
-    with ready as (
-        select j.id
-          from brooq.job j
-         where j.state in ('pending', 'failed')
-           and j.topic = any (v_active)
-           and j.available_at <= v_now
-         order by j.priority desc, j.available_at, j.id
-         limit claim.max_jobs
-           for no key update skip locked
-    )
-    update brooq.job j
-       set state = 'processing',
-           attempts = j.attempts + 1,
-           lease_token = j.lease_token + 1,
-           locked_by = claim.worker,
-           locked_until = v_now + claim.lease,
-           updated_at = v_now
-      from ready
-     where j.id = ready.id
-    returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-              j.lease_token, j.locked_until, j.created_at;
+    if cardinality(v_active) = 1 then
+        -- One topic (the common case): an ordered scan of job_ready_idx, no sort.
+        return query
+        with ready as (
+            select j.id
+              from brooq.job j
+             where j.state in ('pending', 'failed')
+               and j.topic = v_active[1]
+               and j.available_at <= v_now
+             order by j.priority desc, j.available_at, j.id
+             limit claim.max_jobs
+               for no key update skip locked
+        )
+        update brooq.job j
+           set state = 'processing',
+               attempts = j.attempts + 1,
+               lease_token = j.lease_token + 1,
+               locked_by = claim.worker,
+               locked_until = v_now + claim.lease,
+               updated_at = v_now
+          from ready
+         where j.id = ready.id
+        returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
+                  j.lease_token, j.locked_until, j.created_at;
+    else
+        -- Several topics: the head of each topic's ordered scan, merged. Rows of a
+        -- topic's head that lose the merge stay locked until this transaction
+        -- ends (a claim's transaction is short); other claimers skip them.
+        return query
+        with ready as (
+            select h.id
+              from unnest(v_active) as a(topic)
+             cross join lateral (
+                   select j.id, j.priority, j.available_at
+                     from brooq.job j
+                    where j.state in ('pending', 'failed')
+                      and j.topic = a.topic
+                      and j.available_at <= v_now
+                    order by j.priority desc, j.available_at, j.id
+                    limit claim.max_jobs
+                      for no key update skip locked
+             ) as h
+             order by h.priority desc, h.available_at, h.id
+             limit claim.max_jobs
+        )
+        update brooq.job j
+           set state = 'processing',
+               attempts = j.attempts + 1,
+               lease_token = j.lease_token + 1,
+               locked_by = claim.worker,
+               locked_until = v_now + claim.lease,
+               updated_at = v_now
+          from ready
+         where j.id = ready.id
+        returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
+                  j.lease_token, j.locked_until, j.created_at;
+    end if;
 end
 $$;
 
