@@ -12,7 +12,8 @@ begin;
 -- flight finish normally). Resume: claim takes them again.
 -- Returns: true when the call changed the topic, false when it already was so.
 -- Errors:
---   42704 undefined_object  no such topic
+--   22004 null_value_not_allowed  name is NULL
+--   42704 undefined_object        no such topic
 -- Touches: updates one row of brooq.topic.
 create function brooq._set_paused(name text, paused boolean)
 returns boolean
@@ -22,6 +23,11 @@ as $$
 declare
     v_was boolean;
 begin
+    if _set_paused.name is null then
+        raise exception 'brooq.%: name must not be NULL', case when _set_paused.paused then 'pause_topic' else 'resume_topic' end
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Name a declared topic.';
+    end if;
     select t.paused into v_was from brooq.topic t where t.name = _set_paused.name for no key update;
     if not found then
         raise exception 'topic "%" does not exist', _set_paused.name
@@ -63,9 +69,9 @@ comment on function brooq._set_paused(text, boolean) is
 'Private: the body of pause_topic and resume_topic.';
 
 comment on function brooq.pause_topic(text) is
-'Stop claims of a topic''s jobs; true if it was running. Errors: 42704 unknown topic.';
+'Stop claims of a topic''s jobs; true if it was running. Errors: 22004 NULL name, 42704 unknown topic.';
 comment on function brooq.resume_topic(text) is
-'Let claims take a paused topic''s jobs again; true if it was paused. Errors: 42704 unknown topic.';
+'Let claims take a paused topic''s jobs again; true if it was paused. Errors: 22004 NULL name, 42704 unknown topic.';
 
 revoke all on function brooq._set_paused(text, boolean) from public;
 revoke all on function brooq.pause_topic(text) from public;
