@@ -1,0 +1,180 @@
+"""Live progress of a worker: one refreshing line in a terminal, plain log lines in a pipe.
+
+A thread reads the worker's counters (``worker.snapshot()``) a few times a second and
+shows jobs/s over the last few seconds, done, failed (waiting to retry), dead,
+canceled, in flight and the elapsed time. It only reads: it never touches the
+database or the worker's state.
+
+    progress = Progress(worker.snapshot, sys.stderr)
+    with progress:
+        worker.run()
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, Self, TextIO
+
+
+class Counters(Protocol):
+    """What progress reads of a worker snapshot (brooq.WorkerSnapshot has all of it)."""
+
+    @property
+    def done(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def retried(self) -> int: ...
+    @property
+    def dead(self) -> int: ...
+    @property
+    def canceled(self) -> int: ...
+    @property
+    def in_flight(self) -> int: ...
+
+
+def settled(c: Counters) -> int:
+    """Attempts that ended, whatever their outcome."""
+    return c.done + c.failed + c.retried + c.dead + c.canceled
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One look at the counters, with the rates derived from the previous looks."""
+
+    counters: Counters
+    elapsed: float  # seconds since progress started
+    rate: float  # settled attempts per second over the window
+    peak: float  # highest rate seen so far
+
+
+def format_line(r: Reading) -> str:
+    """The progress line: `1234 jobs/s | done 900 | failed 12 | dead 3 | ...`."""
+    c = r.counters
+    return (f"{r.rate:6.0f} jobs/s | done {c.done} | failed/retrying {c.failed + c.retried}"
+            f" | dead {c.dead} | canceled {c.canceled} | in flight {c.in_flight}"
+            f" | {format_elapsed(r.elapsed)}")
+
+
+def format_elapsed(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
+
+
+class RateWindow:
+    """Settled attempts per second over the last `window` seconds."""
+
+    def __init__(self, window: float = 3.0) -> None:
+        self.window = window
+        self._points: deque[tuple[float, int]] = deque()
+        self.peak = 0.0
+
+    def add(self, at: float, total: int) -> float:
+        self._points.append((at, total))
+        while len(self._points) > 2 and at - self._points[1][0] >= self.window:
+            self._points.popleft()
+        first_at, first_total = self._points[0]
+        span = at - first_at
+        rate = (total - first_total) / span if span > 0 else 0.0
+        if span >= min(1.0, self.window):  # a rate over a blink is noise, not a peak
+            self.peak = max(self.peak, rate)
+        return rate
+
+
+class Progress:
+    """Shows a worker's progress from a thread until stopped (a context manager).
+
+    `live` (default: the stream is a terminal) chooses one line rewritten in place
+    every `refresh` seconds; otherwise a plain line is written every `log_every`
+    seconds. `note()` prints a message without garbling the live line.
+    """
+
+    def __init__(self, snapshot: Callable[[], Counters], stream: TextIO | None = None, *,
+                 live: bool | None = None, refresh: float = 0.25, log_every: float = 5.0,
+                 window: float = 3.0, prefix: str = "") -> None:
+        self.snapshot = snapshot
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.interval = refresh if self.live else log_every
+        self.prefix = prefix
+        self.rates = RateWindow(window)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = time.monotonic()
+        self._shown = False  # a live line is on the screen
+        self.last: Reading | None = None
+
+    def start(self) -> Self:
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._loop, name="brooq-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> Reading | None:
+        """Stop the thread and leave the last reading on screen (or in the log)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        reading = self.read()
+        if reading is not None:
+            self._show(reading, final=True)
+        return reading
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def read(self) -> Reading | None:
+        """Take one snapshot now; None when the worker cannot give one yet."""
+        try:
+            counters = self.snapshot()
+        except Exception:  # noqa: BLE001 - a worker still starting has nothing to show
+            return None
+        now = time.monotonic()
+        rate = self.rates.add(now, settled(counters))
+        self.last = Reading(counters, now - self._started, rate, self.rates.peak)
+        return self.last
+
+    def note(self, message: str) -> None:
+        """Print a message on its own line; the live line is redrawn below it."""
+        with self._lock:
+            if self.live and self._shown:
+                self.stream.write("\r\x1b[2K")
+            self.stream.write(f"{message}\n")
+            self._shown = False
+            self.stream.flush()
+        if self.live and self.last is not None and not self._stop.is_set():
+            self._show(self.last)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            reading = self.read()
+            if reading is not None:
+                self._show(reading)
+
+    def _show(self, reading: Reading, *, final: bool = False) -> None:
+        line = self.prefix + format_line(reading)
+        with self._lock:
+            if self.live:
+                width = shutil.get_terminal_size((100, 24)).columns
+                self.stream.write("\r\x1b[2K" + line[: max(width - 1, 20)])
+                self._shown = not final
+                if final:
+                    self.stream.write("\n")
+            else:
+                stamp = time.strftime("%H:%M:%S")
+                self.stream.write(f"{stamp} {line}\n")
+            self.stream.flush()
