@@ -1,0 +1,511 @@
+"""The benchmark's orchestrator: one cluster, every system, every scenario, one table.
+
+    bash bench/run [--smoke] [--only brooq,pgqueuer] [--runs N] [--scenarios drain,latency]
+
+Scenarios (docs/performance.md explains each figure):
+  enqueue   bulk enqueue of N jobs (each system's fastest documented way) and single
+            enqueues, one per transaction; brooq's single enqueue vs a bare INSERT
+  drain     N ready jobs drained by one and by two worker processes (no-op handler)
+  latency   enqueue commit -> handler start at a steady 50 and 2,000 jobs/s
+  ceiling   pgbench calling brooq's functions directly; brooq's drain as a share of it
+  grown     1,000,000 terminal rows + N ready vs an empty table: claim, drain, topic_stats
+  memory    peak RSS of one worker process draining N jobs (measured during `drain`)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bench.procs import WorkerFailed, Workers
+from bench.progress import Progress
+from bench.results import HIGHER, LOWER, Results
+from bench.systems import BENCH, SYSTEMS, TOPIC, Brooq, BrooqProducer, System, chunks
+from brooq.pgcluster import Cluster
+
+SCENARIOS = ["enqueue", "drain", "latency", "ceiling", "grown", "memory"]
+
+
+@dataclass
+class Sizes:
+    bulk: int = 100_000
+    single: int = 2_000
+    drain: int = 100_000
+    drain_cap: float = 25.0  # seconds; slower systems report the rate of what they did
+    rates: tuple[tuple[int, float], ...] = ((50, 6.0), (2000, 3.0))  # jobs/s, seconds
+    ceiling_seconds: int = 5
+    ceiling_batch: int = 100
+    terminal: int = 1_000_000
+    claims: int = 200
+
+
+SMOKE = Sizes(bulk=300, single=20, drain=300, drain_cap=10.0, rates=((50, 0.4), (2000, 0.2)),
+              ceiling_seconds=1, terminal=3_000, claims=10)
+
+
+def log(msg: str) -> None:
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, cluster: Cluster) -> None:
+        self.args = args
+        self.cluster = cluster
+        self.sizes = SMOKE if args.smoke else Sizes()
+        if args.drain_cap:
+            self.sizes.drain_cap = args.drain_cap
+        self.results = Results()
+        self.systems: dict[str, System] = {}
+        self.skipped: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ set up
+    def setup(self) -> None:
+        created: set[str] = set()
+        for name in self.args.only:
+            cls = SYSTEMS[name]
+            system = cls(self.cluster.dsn_for(cls.db))
+            why = system.available()
+            if why:
+                self.skipped[name] = why
+                log(f"skipping {name}: {why}")
+                continue
+            if cls.db not in created:
+                with psycopg.connect(self.cluster.dsn, autocommit=True) as conn:
+                    conn.execute(f"create database {cls.db}")
+                t0 = time.monotonic()
+                system.install()
+                created.add(cls.db)
+                log(f"installed {name} in database {cls.db} ({time.monotonic() - t0:.1f}s)")
+            self.systems[name] = system
+
+    def runs(self) -> range:
+        return range(1, self.args.runs + 1)
+
+    # ----------------------------------------------------------------- helpers
+    def fill(self, system: System, n: int, label: str) -> None:
+        """Reset the system and enqueue n ready jobs (bulk, not timed), then analyze."""
+        system.reset()
+        producer = system.open_producer()
+        progress = Progress(label, self.args.quiet)
+        t0 = time.monotonic()
+        try:
+            done = 0
+            for chunk in chunks(range(n), system.bulk_batch):
+                producer.bulk(chunk)
+                done += len(chunk)
+                progress.update(f"filling {done:,}/{n:,}", done, t0)
+        finally:
+            producer.close()
+        system.analyze()
+
+    # -------------------------------------------------------------- scenarios
+    def enqueue(self) -> None:
+        s = self.sizes
+        for name, system in self.systems.items():
+            if system.enqueue_owner:
+                continue
+            for run in self.runs():
+                label = f"enqueue {name} run {run}/{self.args.runs}"
+                progress = Progress(label, self.args.quiet)
+                system.reset()
+                producer = system.open_producer()
+                try:
+                    t0 = time.monotonic()
+                    done = 0
+                    for chunk in chunks(range(s.bulk), system.bulk_batch):
+                        producer.bulk(chunk)
+                        done += len(chunk)
+                        progress.update(f"bulk {done:,}/{s.bulk:,}", done, t0)
+                    bulk = s.bulk / (time.monotonic() - t0)
+                    system.reset()
+                    t0 = time.monotonic()
+                    for i in range(s.single):
+                        producer.single(i)
+                        progress.update(f"single {i:,}/{s.single:,}", i, t0)
+                    single = s.single / (time.monotonic() - t0)
+                    insert = None
+                    if isinstance(producer, BrooqProducer):
+                        system.reset()
+                        t0 = time.monotonic()
+                        for i in range(s.single):
+                            producer.insert(i)
+                        insert = s.single / (time.monotonic() - t0)
+                finally:
+                    producer.close()
+                self.results.add("enqueue", f"bulk, {s.bulk:,} jobs", name, bulk, "jobs/s")
+                self.results.add("enqueue", "single, 1 per commit", name, single, "jobs/s")
+                extra = ""
+                if insert:
+                    self.results.add("enqueue", "bare INSERT, 1 per commit", name, insert, "rows/s")
+                    self.results.add("enqueue", "single enqueue / bare INSERT", name,
+                                     100 * single / insert, "%")
+                    extra = f", bare INSERT {insert:,.0f}/s"
+                progress.done(f"bulk {bulk:,.0f}/s, single {single:,.0f}/s{extra}")
+            system.reset()
+
+    def drain_once(self, system: System, procs: int, label: str) -> dict[str, float]:
+        s = self.sizes
+        self.fill(system, s.drain, label)
+        progress = Progress(label, self.args.quiet)
+        with Workers(system.worker_cmd(latency=False), procs) as workers:
+            workers.wait_ready()
+            complete = workers.wait_count(s.drain, s.drain_cap, progress)
+            count, first, last = workers.span()
+            rss = workers.peak_rss_mib()
+        rate = count / ((last - first) / 1e9) if last > first else 0.0
+        left = system.remaining()
+        what = f"{count:,} jobs at {rate:,.0f}/s"
+        if not complete:
+            what += f" (stopped after {s.drain_cap:.0f}s)"
+        progress.done(f"{what}, peak RSS {max(rss, default=0):.0f} MiB, {left:,} left unfinished")
+        return {"rate": rate, "complete": float(complete), "count": count,
+                "rss": max(rss, default=0.0)}
+
+    def drain(self) -> None:
+        s = self.sizes
+        memory = "memory" in self.args.scenarios
+        for name, system in self.systems.items():
+            for procs in (1, 2):
+                for run in self.runs():
+                    label = f"drain {name} ×{procs} run {run}/{self.args.runs}"
+                    try:
+                        r = self.drain_once(system, procs, label)
+                    except WorkerFailed as e:
+                        log(f"{label} failed: {e}")
+                        self.results.notes.append(f"{label} failed: {str(e)[-600:]}")
+                        break
+                    note = "" if r["complete"] else f"partial: drained for {s.drain_cap:.0f}s"
+                    self.results.add("drain", f"{procs} worker process{'es' if procs > 1 else ''}",
+                                     name, r["rate"], "jobs/s", note=note)
+                    if procs == 1 and memory:
+                        self.results.add("memory", "peak RSS, 1 worker draining", name,
+                                         r["rss"], "MiB", better=LOWER)
+            system.reset()
+
+    def latency(self) -> None:
+        for name, system in self.systems.items():
+            for run in self.runs():
+                label = f"latency {name} run {run}/{self.args.runs}"
+                try:
+                    self.latency_once(name, system, label)
+                except WorkerFailed as e:
+                    log(f"{label} failed: {e}")
+                    self.results.notes.append(f"{label} failed: {str(e)[-600:]}")
+                    break
+            system.reset()
+
+    def latency_once(self, name: str, system: System, label: str) -> None:
+        system.reset()
+        system.analyze()
+        progress = Progress(label, self.args.quiet)
+        producer = system.open_producer()
+        try:
+            with Workers(system.worker_cmd(latency=True), 1) as workers:
+                workers.wait_ready()
+                seq = 1_000_000_000  # warm-up jobs, not counted
+                pace(producer, 50, 1.0 if not self.args.smoke else 0.2, seq, progress)
+                seq = 0
+                for rate, seconds in self.sizes.rates:
+                    commits = pace(producer, rate, seconds, seq, progress)
+                    deadline = time.monotonic() + 10
+                    while time.monotonic() < deadline:
+                        if all(k in workers.starts for k in commits):
+                            break
+                        workers.check_alive()
+                        time.sleep(0.05)
+                    lat = sorted((workers.starts[k] - t) / 1e6 for k, t in commits.items()
+                                 if k in workers.starts)
+                    lost = len(commits) - len(lat)
+                    seq += len(commits)
+                    if not lat:
+                        continue
+                    note = f"{lost} jobs not started within 10s" if lost else ""
+                    for q, v in (("p50", pct(lat, 50)), ("p90", pct(lat, 90)),
+                                 ("p99", pct(lat, 99)), ("max", lat[-1])):
+                        self.results.add("latency", f"{rate:,}/s {q}", name, v, "ms",
+                                         better=LOWER, note=note)
+                    progress.done(f"{rate:,}/s: p50 {pct(lat, 50):.1f} ms, p99 {pct(lat, 99):.1f}"
+                                  f" ms, max {lat[-1]:.1f} ms ({len(lat)} jobs"
+                                  f"{', %d lost' % lost if lost else ''})")
+        finally:
+            producer.close()
+
+    def pgbench(self, db: str, script: str, clients: int, seconds: int | None = None,
+                transactions: int | None = None, **variables: int) -> float:
+        """Run one pgbench script from bench/pgbench; its tps."""
+        cmd = [str(self.cluster.bin / "pgbench"), "-n", "-M", "prepared", "-c", str(clients),
+               "-j", str(clients), "-f", str(BENCH / "pgbench" / script),
+               "-h", "127.0.0.1", "-p", str(self.cluster.port), "-U", "postgres"]
+        cmd += ["-T", str(seconds)] if seconds else ["-t", str(transactions)]
+        for k, v in variables.items():
+            cmd += ["-D", f"{k}={v}"]
+        out = subprocess.run(cmd + [db], capture_output=True, text=True)
+        m = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", out.stdout)
+        if out.returncode != 0 or not m:
+            raise RuntimeError(f"pgbench {script} failed:\n{out.stdout}\n{out.stderr}")
+        return float(m.group(1))
+
+    def ceiling(self) -> None:
+        brooq = self.systems.get("brooq") or self.systems.get("brooq-sql")
+        if brooq is None:
+            return
+        s = self.sizes
+        b = s.ceiling_batch
+        for run in self.runs():
+            label = f"ceiling run {run}/{self.args.runs}"
+            progress = Progress(label, self.args.quiet)
+            brooq.reset()
+            enq = self.pgbench(Brooq.db, "enqueue_many.sql", 2, seconds=s.ceiling_seconds, batch=500)
+            brooq.reset()
+            one = self.pgbench(Brooq.db, "enqueue_one.sql", 2, seconds=s.ceiling_seconds)
+            brooq.reset()
+            ins = self.pgbench(Brooq.db, "insert_one.sql", 2, seconds=s.ceiling_seconds)
+            # drain: exactly s.drain jobs, two clients taking b per claim until all are done
+            self.fill(brooq, s.drain, label)
+            per_client = -(-s.drain // (2 * b))
+            tps = self.pgbench(Brooq.db, "claim_settle.sql", 2, transactions=per_client, batch=b)
+            left = brooq.remaining()
+            drain = tps * b * (s.drain - left) / (2 * per_client * b)
+            self.results.add("ceiling", "pgbench enqueue_many ×500, 2 clients", "brooq",
+                             enq * 500, "jobs/s")
+            self.results.add("ceiling", "pgbench enqueue, 1 per commit, 2 clients", "brooq",
+                             one, "jobs/s")
+            self.results.add("ceiling", "pgbench bare INSERT, 1 per commit, 2 clients", "brooq",
+                             ins, "rows/s")
+            self.results.add("ceiling", f"pgbench claim ×{b} + settle_many, 2 clients", "brooq",
+                             drain, "jobs/s")
+            progress.done(f"enqueue_many {enq * 500:,.0f}/s, enqueue {one:,.0f}/s, bare INSERT "
+                          f"{ins:,.0f}/s, claim+settle_many ×{b} {drain:,.0f} jobs/s"
+                          + (f" ({left:,} left)" if left else ""))
+        brooq.reset()
+
+    def grown(self) -> None:
+        base = self.systems.get("brooq") or self.systems.get("brooq-sql")
+        if base is None:
+            return
+        s = self.sizes
+        grown_db = "bench_brooq_grown"
+        with psycopg.connect(self.cluster.dsn, autocommit=True) as conn:
+            conn.execute(f"create database {grown_db}")
+        grown = type(base)(self.cluster.dsn_for(grown_db))
+        grown.install()
+        t0 = time.monotonic()
+        with psycopg.connect(grown.dsn, autocommit=True) as conn:
+            conn.execute(
+                "insert into brooq.job (topic, payload, state, attempts, max_attempts, available_at,"
+                " created_at, updated_at)"
+                " select %s, jsonb_build_object('seq', g), 'done', 1, 5, now() - interval '1 day',"
+                " now() - interval '1 day', now() - interval '1 day'"
+                " from generate_series(1, %s) g", (TOPIC, s.terminal))
+            conn.execute("vacuum analyze brooq.job")
+            row = conn.execute("select max(id) from brooq.job").fetchone()
+            watermark = int(row[0]) if row and row[0] else 0
+        log(f"grown: {s.terminal:,} terminal rows loaded in {time.monotonic() - t0:.1f}s")
+
+        def reset_grown() -> None:
+            with psycopg.connect(grown.dsn, autocommit=True) as conn:
+                conn.execute("delete from brooq.job where id > %s", (watermark,))
+        grown.reset = reset_grown  # type: ignore[method-assign]
+
+        for run in self.runs():
+            for case, system in (("empty", base), ("grown", grown)):
+                label = f"grown: {case} table run {run}/{self.args.runs}"
+                self.fill(system, s.drain, label)
+                claim_ms, stats_ms = probe(system.dsn, s.claims)
+                r = self.drain_once(system, 1, label)
+                tag = "empty table" if case == "empty" else f"+{s.terminal:,} terminal rows"
+                self.results.add("grown", f"claim 1 job, median ({tag})", "brooq", claim_ms, "ms",
+                                 better=LOWER)
+                self.results.add("grown", f"topic_stats ({tag})", "brooq", stats_ms, "ms",
+                                 better=LOWER)
+                self.results.add("grown", f"drain, 1 worker process ({tag})", "brooq",
+                                 r["rate"], "jobs/s")
+                Progress(label).done(f"claim {claim_ms:.2f} ms, topic_stats {stats_ms:.1f} ms")
+        base.reset()
+        with psycopg.connect(self.cluster.dsn, autocommit=True) as conn:
+            conn.execute(f"drop database {grown_db}")
+
+    # ------------------------------------------------------------------- run
+    def run(self) -> None:
+        order = ["enqueue", "drain", "latency", "ceiling", "grown"]
+        for scenario in order:
+            if scenario in self.args.scenarios or (scenario == "drain" and
+                                                    "memory" in self.args.scenarios):
+                t0 = time.monotonic()
+                log(f"scenario {scenario}")
+                getattr(self, scenario)()
+                log(f"scenario {scenario} took {time.monotonic() - t0:.0f}s")
+
+
+def pace(producer: Any, rate: int, seconds: float, seq0: int, progress: Progress) -> dict[int, int]:
+    """Enqueue at a steady rate: every tick (1/rate, at least 5 ms) one transaction with the
+    jobs due by then; returns seq -> commit time (monotonic ns, taken when commit returned)."""
+    tick = max(1.0 / rate, 0.005)
+    n = int(rate * seconds)
+    commits: dict[int, int] = {}
+    t0 = time.monotonic()
+    sent = 0
+    while sent < n:
+        due = min(n, int((time.monotonic() - t0) * rate) + 1)
+        if due > sent:
+            seqs = range(seq0 + sent, seq0 + due)
+            if len(seqs) == 1:
+                producer.single(seqs[0])
+            else:
+                producer.bulk(seqs)
+            t = time.monotonic_ns()
+            for k in seqs:
+                commits[k] = t
+            sent = due
+            progress.update(f"{rate:,}/s: {sent:,}/{n:,} enqueued")
+        next_at = t0 + (sent / rate)
+        delay = max(next_at - time.monotonic(), 0.0)
+        time.sleep(max(delay, tick / 10 if delay else 0))
+    return commits
+
+
+def pct(sorted_values: list[float], p: float) -> float:
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    k = (len(sorted_values) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def probe(dsn: str, claims: int) -> tuple[float, float]:
+    """Median time of claim (1 job, then settled) and of select * from brooq.topic_stats, ms."""
+    times = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(claims):
+            t0 = time.perf_counter()
+            row = conn.execute("select id, lease_token from brooq.claim('probe', %s, 1, '30s')",
+                               ([TOPIC],), prepare=True).fetchone()
+            times.append((time.perf_counter() - t0) * 1000)
+            if row:
+                conn.execute("select brooq.settle(%s, 'probe', %s, 'done')", (row[0], row[1]))
+        stats = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            conn.execute("select * from brooq.topic_stats").fetchall()
+            stats.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times), statistics.median(stats)
+
+
+def machine(cluster: Cluster) -> dict[str, Any]:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        mem = Path("/proc/meminfo").read_text().splitlines()[0].split(":")[1].strip()
+    except (OSError, IndexError):
+        pass
+    versions = {}
+    for pkg in ("procrastinate", "pgqueuer", "psycopg", "brooq"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    pkg_json = BENCH / "node_modules" / "graphile-worker" / "package.json"
+    if pkg_json.exists():
+        import json
+        versions["graphile-worker"] = json.loads(pkg_json.read_text())["version"]
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True) \
+        if _has("node") else None
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        row = conn.execute("select version()").fetchone()
+        settings = dict(conn.execute(
+            "select name, setting from pg_settings where name in ('fsync', 'synchronous_commit',"
+            " 'shared_buffers', 'max_connections', 'full_page_writes', 'wal_level')").fetchall())
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "kernel": platform.release(),
+            "python": platform.python_version(), "node": node.stdout.strip() if node else None,
+            "postgresql": row[0] if row else None, "settings": settings, "versions": versions,
+            "load_average_at_start": os.getloadavg()}
+
+
+def _has(cmd: str) -> bool:
+    from shutil import which
+    return which(cmd) is not None
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="bench/run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--smoke", action="store_true", help="tiny N, 1 run: seconds, not minutes")
+    p.add_argument("--only", default=",".join(SYSTEMS),
+                   help=f"systems, comma-separated (default: {','.join(SYSTEMS)})")
+    p.add_argument("--runs", type=int, help="runs per figure (default 3; --smoke: 1)")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS),
+                   help=f"comma-separated (default: {','.join(SCENARIOS)})")
+    p.add_argument("--drain-cap", type=float, default=None,
+                   help="seconds a drain may run before its rate is taken as is (default 25)")
+    p.add_argument("--json", type=Path, help="where to write the results "
+                   "(default bench/results/<timestamp>.json)")
+    p.add_argument("--quiet", action="store_true", help="no live progress")
+    args = p.parse_args(argv)
+    args.only = [s.strip() for s in args.only.split(",") if s.strip()]
+    if "brooq" in args.only and "brooq-sql" not in args.only and args.only != ["brooq"]:
+        pass
+    unknown = [s for s in args.only if s not in SYSTEMS]
+    args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    unknown_sc = [s for s in args.scenarios if s not in SCENARIOS]
+    if unknown or unknown_sc:
+        p.error(f"unknown systems {unknown} or scenarios {unknown_sc}")
+    if args.runs is None:
+        args.runs = 1 if args.smoke else 3
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    started = dt.datetime.now(dt.timezone.utc)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    out = args.json or BENCH / "results" / f"{stamp}{'-smoke' if args.smoke else ''}.json"
+    t0 = time.monotonic()
+    log("starting a throwaway PostgreSQL cluster (fsync on, synchronous_commit on)")
+    with Cluster(durable=True) as cluster:
+        bench = Bench(args, cluster)
+        meta = machine(cluster)
+        meta |= {"started": started.isoformat(), "args": vars(args) | {"json": str(out)},
+                 "sizes": vars(bench.sizes)}
+        bench.setup()
+        try:
+            bench.run()
+        except KeyboardInterrupt:
+            log("interrupted: printing what was measured so far")
+        meta["seconds"] = round(time.monotonic() - t0, 1)
+        meta["load_average_at_end"] = os.getloadavg()
+        meta["skipped"] = bench.skipped
+    table = bench.results.table(list(SYSTEMS))
+    print()
+    print(f"brooq benchmark, {stamp}: median (min–max) of {args.runs} run(s);"
+          f" * = see notes; last column > 1 means brooq is better")
+    print(table)
+    notes = sorted({f"{f.system} {f.metric}: {f.note}" for f in bench.results.figures.values()
+                    if f.note}) + bench.results.notes
+    notes += [f"{k} skipped: {v}" for k, v in bench.skipped.items()]
+    for n in notes:
+        print(f"  * {n}")
+    bench.results.write_json(out, meta)
+    print(f"\nwrote {out.relative_to(BENCH.parent) if out.is_relative_to(BENCH.parent) else out}"
+          f" ({meta['seconds']:.0f}s)")
+    return 0

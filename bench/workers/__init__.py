@@ -1,0 +1,1 @@
+"""Worker programs the benchmark starts as subprocesses, one per system."""

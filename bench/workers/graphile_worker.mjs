@@ -1,0 +1,59 @@
+// graphile-worker with a no-op task `noop`, reporting like bench/workers/report.py.
+// Usage: node bench/workers/graphile_worker.mjs '<json config>'
+//   config: dsn, latency, migrate (install the schema and exit), batched (localQueue
+//   and batched completion, the configuration of graphile-worker's performance docs)
+import { Logger, run, runMigrations } from "graphile-worker";
+
+const cfg = JSON.parse(process.argv[2]);
+const worker = {
+  connectionString: cfg.dsn,
+  concurrentJobs: cfg.concurrency ?? 24,
+  maxPoolSize: (cfg.concurrency ?? 24) + 1,
+  pollInterval: 2000,
+};
+if (cfg.batched) {
+  worker.localQueue = { size: cfg.localQueueSize ?? 500 };
+  worker.completeJobBatchDelay = 0;
+  worker.failJobBatchDelay = 0;
+}
+const logFactory = () => (level, message) => {
+  if (level === "error") process.stderr.write(`graphile: ${message}\n`);
+};
+
+if (cfg.migrate) {
+  await runMigrations({ preset: { worker } , logger: new Logger(logFactory) });
+  process.exit(0);
+}
+
+let count = 0, first = 0n, last = 0n, printed = -1;
+let starts = [];
+const taskList = {
+  noop: async (payload) => {
+    const t = process.hrtime.bigint();
+    if (count === 0) first = t;
+    count++;
+    last = t;
+    if (cfg.latency) starts.push(payload.seq ?? -1, t);
+  },
+};
+setInterval(() => {
+  const lines = [];
+  if (starts.length) {
+    lines.push("L " + starts.join(" "));
+    starts = [];
+  }
+  if (count !== printed) {
+    printed = count;
+    lines.push(`P ${count} ${first} ${last}`);
+  }
+  if (lines.length) process.stdout.write(lines.join("\n") + "\n");
+}, 100);
+
+const runner = await run({
+  preset: { worker }, taskList, logger: new Logger(logFactory), noHandleSignals: true,
+});
+process.stdout.write("R\n");
+for (const sig of ["SIGTERM", "SIGINT"]) {
+  process.on(sig, () => { runner.stop().finally(() => process.exit(0)); });
+}
+await runner.promise;
