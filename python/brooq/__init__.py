@@ -1,1 +1,73 @@
-"""brooq: a job queue in PostgreSQL. The queue is SQL; this package is its reference worker."""
+"""brooq: a job queue in PostgreSQL. The queue is SQL; this package is its reference worker.
+
+Producer side, on your own psycopg connection and transaction::
+
+    brooq.enqueue(conn, "email", {"to": "a@example.com"})
+
+Worker side::
+
+    worker = brooq.Worker("postgresql://...")
+
+    @worker.handler("email")
+    def send(job: brooq.Job) -> None: ...
+
+    worker.run()
+
+See docs/python-guide.md.
+"""
+
+from brooq.config import WorkerConfig, parse_duration
+from brooq.errors import (
+    BrooqError,
+    ConfigError,
+    InvalidArgument,
+    PayloadTooLarge,
+    PermissionDenied,
+    PgCronMissing,
+    UnknownTopic,
+)
+from brooq.job import Canceled, Job
+from brooq.producer import (
+    Enqueued,
+    JobFate,
+    TopicStats,
+    cancel,
+    declare_topic,
+    enqueue,
+    enqueue_many,
+    get_job,
+    topic_stats,
+)
+from brooq.signals import Cancel, HandlerSignal, PreserveAttempt, Retry
+from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+from brooq.worker import Worker
+
+__all__ = [
+    "BrooqError",
+    "Cancel",
+    "Canceled",
+    "ConfigError",
+    "Enqueued",
+    "HandlerSignal",
+    "InvalidArgument",
+    "Job",
+    "JobFate",
+    "PayloadTooLarge",
+    "PermissionDenied",
+    "PgCronMissing",
+    "PreserveAttempt",
+    "Retry",
+    "TopicSnapshot",
+    "TopicStats",
+    "UnknownTopic",
+    "Worker",
+    "WorkerConfig",
+    "WorkerSnapshot",
+    "cancel",
+    "declare_topic",
+    "enqueue",
+    "enqueue_many",
+    "get_job",
+    "parse_duration",
+    "topic_stats",
+]

@@ -1,0 +1,85 @@
+"""brooq's exceptions, and the mapping from PostgreSQL SQLSTATEs to them.
+
+The SQL functions raise standard SQLSTATEs (never P0001); the Python helpers turn
+them into these classes, keeping the psycopg error as ``__cause__`` and its
+SQLSTATE as ``.sqlstate``. The mapping is by SQLSTATE only, never by message text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import psycopg
+
+
+class BrooqError(Exception):
+    """Base class of every brooq error."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.hint = hint
+
+
+class UnknownTopic(BrooqError):
+    """42704 undefined_object: the topic was never declared."""
+
+
+class InvalidArgument(BrooqError):
+    """22023 invalid_parameter_value or 22004 null_value_not_allowed."""
+
+
+class PayloadTooLarge(BrooqError):
+    """54000 program_limit_exceeded: the payload exceeds the topic's max_payload_bytes."""
+
+
+class PermissionDenied(BrooqError):
+    """42501 insufficient_privilege: the role lacks the brooq role the call needs."""
+
+
+class PgCronMissing(BrooqError):
+    """55000 object_not_in_prerequisite_state: pg_cron is not installed."""
+
+
+class ConfigError(BrooqError):
+    """A worker configuration with problems; ``.problems`` lists every one of them."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"invalid worker configuration ({len(self.problems)} problems):\n{lines}")
+
+
+BY_SQLSTATE: dict[str, type[BrooqError]] = {
+    "42704": UnknownTopic,
+    "22023": InvalidArgument,
+    "22004": InvalidArgument,
+    "54000": PayloadTooLarge,
+    "42501": PermissionDenied,
+    "55000": PgCronMissing,
+}
+
+
+def translate(exc: psycopg.Error) -> BrooqError | None:
+    """The brooq error for a psycopg error, or None when its SQLSTATE is not brooq's."""
+    cls = BY_SQLSTATE.get(exc.sqlstate or "")
+    if cls is None:
+        return None
+    diag = exc.diag
+    message = diag.message_primary or str(exc).strip()
+    if diag.message_hint:
+        message = f"{message} (hint: {diag.message_hint})"
+    return cls(message, sqlstate=exc.sqlstate, hint=diag.message_hint)
+
+
+@contextmanager
+def mapped() -> Iterator[None]:
+    """Re-raise psycopg errors with a brooq SQLSTATE as brooq errors (cause kept)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        error = translate(exc)
+        if error is None:
+            raise
+        raise error from exc

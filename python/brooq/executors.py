@@ -1,0 +1,89 @@
+"""Where handlers run, and how the worker loop is woken up.
+
+- ThreadPool: daemon threads for sync handlers (a hung handler never blocks exit).
+- AsyncRunner: one asyncio event loop in its own daemon thread for async handlers.
+- Waker: a self-pipe the loop sleeps on; any thread, and signal handlers, may wake it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import queue
+import select
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+
+class Waker:
+    """Sleep until woken or until a timeout; wake() is safe from threads and signal handlers."""
+
+    def __init__(self) -> None:
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+
+    def wake(self) -> None:
+        try:
+            os.write(self._w, b"x")
+        except (BlockingIOError, OSError):
+            pass  # the pipe is full (already woken) or closed (shutting down)
+
+    def wait(self, timeout: float) -> None:
+        ready, _, _ = select.select([self._r], [], [], max(0.0, timeout))
+        if ready:
+            try:
+                while os.read(self._r, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+
+    def close(self) -> None:
+        os.close(self._r)
+        os.close(self._w)
+
+
+class ThreadPool:
+    """A fixed set of daemon threads taking (function, argument) items from a queue."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._queue: queue.SimpleQueue[tuple[Callable[[Any], None], Any] | None] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
+                         for i in range(size)]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, fn: Callable[[Any], None], arg: Any) -> None:
+        self._queue.put((fn, arg))
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            fn, arg = item
+            fn(arg)
+
+    def stop(self) -> None:
+        """Let idle threads end; busy ones end after their handler (never waited for)."""
+        for _ in self._threads:
+            self._queue.put(None)
+
+
+class AsyncRunner:
+    """An asyncio event loop running in a daemon thread."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coro: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=1.0)

@@ -1,0 +1,130 @@
+"""What a handler receives: the job, its cancellation signal, and a way to chain jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+
+class Canceled:
+    """A threading.Event-like flag set when the handler should stop.
+
+    The worker sets it when the job's lease is lost (canceled, reaped), when the
+    attempt times out, or when a shutdown gives up waiting. ``reason`` says which.
+    """
+
+    __slots__ = ("_callbacks", "_event", "_lock", "reason")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+        self.reason: str | None = None
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until set (True) or until ``timeout`` seconds passed (False)."""
+        return self._event.wait(timeout)
+
+    def __bool__(self) -> bool:
+        return self._event.is_set()
+
+    def set(self, reason: str) -> None:
+        """Set the flag (the worker does this; the first reason wins)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def _on_set(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    async def wait_async(self) -> None:
+        """Wait on the running event loop until set."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            def resolve() -> None:
+                if not future.done():
+                    future.set_result(None)
+            loop.call_soon_threadsafe(resolve)
+
+        self._on_set(wake)
+        await future
+
+
+@dataclass(frozen=True)
+class Chained:
+    """A job to enqueue when the current one is settled as done."""
+
+    topic: str
+    payload: Any
+    key: str | None = None
+    delay: timedelta | None = None
+    priority: int = 0
+
+
+class Job:
+    """A claimed job, as handed to a handler."""
+
+    __slots__ = (
+        "attempt",
+        "canceled",
+        "chained",
+        "created_at",
+        "id",
+        "lease_token",
+        "max_attempts",
+        "payload",
+        "priority",
+        "topic",
+    )
+
+    def __init__(self, id: int, topic: str, payload: Any, attempt: int, max_attempts: int,
+                 priority: int, lease_token: int, created_at: datetime) -> None:
+        self.id = id
+        self.topic = topic
+        self.payload = payload
+        self.attempt = attempt  # this claim's number, 1 for the first
+        self.max_attempts = max_attempts
+        self.priority = priority
+        self.lease_token = lease_token
+        self.created_at = created_at
+        self.canceled = Canceled()
+        self.chained: list[Chained] = []
+
+    @property
+    def last_attempt(self) -> bool:
+        """True when a failure now makes the job dead."""
+        return self.attempt >= self.max_attempts
+
+    def chain(self, topic: str, payload: Any, *, key: str | None = None,
+              delay: timedelta | None = None, priority: int = 0) -> None:
+        """Enqueue a job in the same transaction that settles this one as done.
+
+        Nothing is enqueued when this attempt fails, retries, is canceled or loses
+        its lease.
+        """
+        self.chained.append(Chained(topic, payload, key, delay, priority))
+
+    async def wait_canceled(self) -> None:
+        """For async handlers: return once ``canceled`` is set."""
+        await self.canceled.wait_async()
+
+    def __repr__(self) -> str:
+        return f"<Job {self.id} topic={self.topic} attempt={self.attempt}/{self.max_attempts}>"

@@ -1,0 +1,118 @@
+"""Prometheus metrics of one worker, and the small HTTP server that exposes them.
+
+Each worker has its own CollectorRegistry (several workers may live in one
+process, as in the tests). The server answers:
+  /metrics  the Prometheus text format
+  /healthz  200 "ok" when the worker's database connection is up and its loop ran
+            recently, 503 with the reason otherwise
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
+
+
+class Metrics:
+    """The metric families of a worker, in their own registry."""
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry(auto_describe=True)
+        self.claimed = Counter("brooq_jobs_claimed", "Jobs claimed by this worker.", ["topic"], registry=r)
+        self.settled = Counter(
+            "brooq_jobs_settled",
+            "Attempts settled by this worker, by outcome (done, failed, delay, preserve, cancel; "
+            "dead when the database made the failure final).",
+            ["topic", "outcome"], registry=r)
+        self.duration = Histogram("brooq_attempt_duration_seconds", "Run time of handlers.",
+                                  ["topic"], buckets=DURATION_BUCKETS, registry=r)
+        self.busy_slots = Gauge("brooq_busy_slots", "Handlers running now.", registry=r)
+        self.slots = Gauge("brooq_slots", "Concurrency of this worker.", registry=r)
+        self.jobs = Gauge("brooq_jobs", "Jobs by topic and state (from brooq.topic_stats).",
+                          ["topic", "state"], registry=r)
+        self.oldest_ready_age = Gauge("brooq_oldest_ready_age_seconds",
+                                      "Age of the oldest ready job (0 when none).", ["topic"], registry=r)
+        self.reaped = Counter("brooq_jobs_reaped", "Expired leases this worker returned to the queue.",
+                              registry=r)
+        self.lease_lost = Counter("brooq_lease_lost", "Attempts whose lease was lost (canceled, reaped).",
+                                  ["topic"], registry=r)
+        self.hung = Counter("brooq_hung_handlers",
+                            "Handlers still running hung_grace after being told to stop.", ["topic"],
+                            registry=r)
+
+    def declare_topic(self, topic: str) -> None:
+        """Create the labelled series of a topic at zero, so they show before the first job."""
+        self.claimed.labels(topic)
+        for outcome in ("done", "failed", "delay", "preserve", "cancel", "dead"):
+            self.settled.labels(topic, outcome)
+        self.duration.labels(topic)
+        self.lease_lost.labels(topic)
+        self.hung.labels(topic)
+        for state in ("pending", "failed", "processing"):
+            self.jobs.labels(topic, state)
+        self.oldest_ready_age.labels(topic)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class MetricsServer:
+    """A threaded HTTP server for /metrics and /healthz, in a daemon thread."""
+
+    def __init__(self, metrics: Metrics, health: Callable[[], str | None], host: str, port: int) -> None:
+        registry = metrics.registry
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+                elif path == "/healthz":
+                    problem = health()
+                    if problem is None:
+                        self._send(200, b"ok\n", "text/plain; charset=utf-8")
+                    else:
+                        self._send(503, f"unhealthy: {problem}\n".encode(), "text/plain; charset=utf-8")
+                else:
+                    self._send(404, b"not found: try /metrics or /healthz\n", "text/plain; charset=utf-8")
+
+            def _send(self, code: int, body: bytes, content_type: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass  # scrapes every 15 s are not news
+
+        server_class = _Server6 if ":" in host else _Server
+        self._server = server_class((host, port), Handler)
+        self.host = host
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(target=self._server.serve_forever, name="brooq-metrics",
+                                        daemon=True)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,55 @@
+"""How a handler's return value or exception becomes the outcome sent to brooq.settle_many."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any, NamedTuple
+
+from brooq.payload import to_json
+from brooq.signals import Cancel, PreserveAttempt, Retry
+
+ERROR_MAX = 2000  # brooq.settle_many keeps that many characters of last_error
+
+
+class Outcome(NamedTuple):
+    """One settle_many element: outcome, error text, delay, result as JSON text."""
+
+    outcome: str  # done, failed, delay, preserve, cancel
+    error: str | None = None
+    delay: timedelta | None = None
+    result: str | None = None
+
+
+def of_return(value: Any) -> Outcome:
+    """done, with the value as result (None: no result); failed if it is not JSON."""
+    if value is None:
+        return Outcome("done")
+    try:
+        return Outcome("done", result=to_json(value))
+    except (TypeError, ValueError) as exc:
+        return Outcome("failed", error=describe(exc, "the return value is not JSON: "))
+
+
+def of_exception(exc: BaseException) -> Outcome:
+    """The outcome a handler chose by raising ``exc``."""
+    if isinstance(exc, Retry):
+        delay = None if exc.delay is None else max(exc.delay, timedelta(0))
+        error = f"Retry: {exc.reason}" if exc.reason else "Retry requested by the handler"
+        return Outcome("failed" if delay is None else "delay", error, delay)
+    if isinstance(exc, PreserveAttempt):
+        delay = None if exc.delay is None else max(exc.delay, timedelta(0))
+        error = f"PreserveAttempt: {exc.reason}" if exc.reason else "attempt preserved by the handler"
+        return Outcome("preserve", error, delay)
+    if isinstance(exc, Cancel):
+        return Outcome("cancel", f"Cancel: {exc.reason}" if exc.reason else "canceled by the handler")
+    if isinstance(exc, asyncio.CancelledError):
+        return Outcome("failed", "CancelledError: the handler's task was canceled")
+    return Outcome("failed", describe(exc))
+
+
+def describe(exc: BaseException, prefix: str = "") -> str:
+    """'ExcType: message', one line, cut to what last_error keeps (no traceback, no locals)."""
+    message = " ".join(str(exc).split())
+    text = f"{prefix}{type(exc).__name__}: {message}" if message else f"{prefix}{type(exc).__name__}"
+    return text[:ERROR_MAX]

@@ -1,0 +1,128 @@
+"""Producer and admin helpers: thin calls of the brooq SQL functions.
+
+Each one runs on the caller's psycopg connection, inside the caller's transaction
+(in autocommit mode, each call commits by itself): "write my row and enqueue the
+job" is one commit. Errors are mapped by SQLSTATE to :mod:`brooq.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+import psycopg
+
+from brooq import queries
+from brooq.errors import InvalidArgument, mapped
+from brooq.payload import jsonb
+
+Conn = psycopg.Connection[Any]
+
+
+class Enqueued(NamedTuple):
+    """The answer of enqueue: the job's id, and False when its key already existed."""
+
+    id: int
+    created: bool
+
+
+class JobFate(NamedTuple):
+    """A job's row as stored: its state and outcome (see :func:`get_job`)."""
+
+    id: int
+    topic: str
+    state: str
+    attempts: int
+    max_attempts: int
+    priority: int
+    last_error: str | None
+    result: Any
+    payload: Any
+    key: str | None
+    available_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    locked_by: str | None
+    locked_until: datetime | None
+
+
+class TopicStats(NamedTuple):
+    """One row of brooq.topic_stats: depth and lag of a topic."""
+
+    topic: str
+    paused: bool
+    pending: int
+    failed: int
+    ready: int
+    scheduled: int
+    processing: int
+    expired: int
+    oldest_ready_age: timedelta | None
+
+
+def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
+            at: datetime | None = None, delay: timedelta | None = None,
+            priority: int = 0) -> Enqueued:
+    """Enqueue one job in the caller's transaction; returns (id, created).
+
+    ``key`` is the idempotency key: a second enqueue with the same (topic, key)
+    returns the first job's id with ``created=False``. ``at`` or ``delay`` (not
+    both) keep the job from being claimed before that instant; ``delay`` is added
+    to the database clock, not to this machine's.
+    """
+    with mapped():
+        row = conn.execute(queries.ENQUEUE, [topic, jsonb(payload), key, at, priority, delay]).fetchone()
+    assert row is not None  # brooq.enqueue returns exactly one row
+    return Enqueued(int(row[0]), bool(row[1]))
+
+
+def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
+                 keys: Sequence[str | None] | None = None, at: datetime | None = None,
+                 delay: timedelta | None = None, priority: int = 0) -> list[Enqueued]:
+    """Enqueue many jobs of one topic in one statement; results in input order."""
+    values = [jsonb(p) for p in payloads]
+    if keys is not None:
+        keys = list(keys)
+    with mapped():
+        rows = conn.execute(queries.ENQUEUE_MANY, [topic, values, keys, at, priority, delay]).fetchall()
+    return [Enqueued(int(r[0]), bool(r[1])) for r in rows]
+
+
+def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
+                  backoff_base: timedelta = timedelta(seconds=1),
+                  backoff_max: timedelta = timedelta(minutes=1),
+                  retention: timedelta = timedelta(days=30),
+                  max_payload_bytes: int = 1 << 20, notify: bool = True) -> None:
+    """Create a topic or set all of its settings (idempotent; needs brooq_admin)."""
+    with mapped():
+        conn.execute(queries.DECLARE_TOPIC, [name, max_attempts, backoff_base, backoff_max,
+                                             retention, max_payload_bytes, notify])
+
+
+def cancel(conn: Conn, job_id: int) -> bool:
+    """Cancel a job that is not finished; False when it is terminal or unknown (needs brooq_admin)."""
+    with mapped():
+        row = conn.execute(queries.CANCEL, [job_id]).fetchone()
+    return bool(row and row[0])
+
+
+def get_job(conn: Conn, job_id: int) -> JobFate | None:
+    """A job's fate in one SELECT, or None when no job has this id (never existed or purged).
+
+    brooq.job is private: this needs the table's owner (the role that deployed
+    brooq) or a role granted SELECT on brooq.job. PermissionDenied otherwise.
+    """
+    if job_id is None:
+        raise InvalidArgument("job_id must not be None")
+    with mapped():
+        row = conn.execute(queries.GET_JOB, [job_id]).fetchone()
+    return None if row is None else JobFate(*row)
+
+
+def topic_stats(conn: Conn) -> list[TopicStats]:
+    """Depth and lag of every topic (brooq.topic_stats), ordered by topic."""
+    with mapped():
+        rows = conn.execute(queries.TOPIC_STATS + " order by topic").fetchall()
+    return [TopicStats(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+                       None if r[8] is None else timedelta(seconds=r[8])) for r in rows]
