@@ -114,6 +114,9 @@ begin
         select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
                nullif(u.key, ''), v_at, v_now, v_now
           from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
+         -- In key order, so that concurrent batches with overlapping keys wait for
+         -- each other in one order and cannot deadlock.
+         order by u.key
         on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
         returning id
     )
