@@ -789,7 +789,7 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'The lease must be positive, e.g. ''30 seconds''.';
     end if;
-    select array_agg(t.name) filter (where not t.paused),
+    select array_agg(distinct t.name) filter (where not t.paused),
            min(q.name) filter (where t.name is null)
       into v_active, v_unknown
       from unnest(claim.topics) as q(name)

@@ -1,0 +1,163 @@
+-- brooq.claim: structure, behaviour (order, readiness, bounds, what a claim
+-- writes, paused and terminal jobs, several topics, errors), then privileges
+-- under switched roles.
+begin;
+select plan(59);
+
+-- Structure -------------------------------------------------------------------
+
+select has_function('brooq', 'claim', array['text', 'text[]', 'integer', 'interval']);
+select function_returns('brooq', 'claim', array['text', 'text[]', 'integer', 'interval'], 'setof brooq.claimed_job',
+    'claim returns setof brooq.claimed_job');
+select is_definer('brooq', 'claim', array['text', 'text[]', 'integer', 'interval']);
+
+-- Behaviour: order ------------------------------------------------------------------
+
+set local brooq.now = '2030-01-01 00:00:00+00';
+select lives_ok($$ select brooq.declare_topic('t.claim', max_attempts => 3, backoff_base => '10 seconds') $$, 'declare the topic');
+select lives_ok($$ select brooq.declare_topic('t.claim.x') $$, 'declare topic x');
+select lives_ok($$ select brooq.declare_topic('t.claim.y') $$, 'declare topic y');
+select lives_ok($$ select brooq.declare_topic('t.claim.idle') $$, 'declare a topic without jobs');
+
+select id as a from brooq.enqueue('t.claim', '{"n": "a"}', priority => 0, available_at => '2029-12-31 23:50:00+00') \gset
+select id as b from brooq.enqueue('t.claim', '{"n": "b"}', priority => 5, available_at => '2029-12-31 23:59:00+00') \gset
+select id as c from brooq.enqueue('t.claim', '{"n": "c"}', priority => 5, available_at => '2029-12-31 23:55:00+00') \gset
+select id as d from brooq.enqueue('t.claim', '{"n": "d"}', priority => 0, available_at => '2029-12-31 23:50:00+00') \gset
+select id as e from brooq.enqueue('t.claim', '{"n": "e"}', priority => 10, available_at => '2030-01-01 00:01:00+00') \gset
+select id as f from brooq.enqueue('t.claim', '{"n": "f"}', priority => -1) \gset
+select ok(:a < :d, '(a was enqueued before d)');
+
+select results_eq($$ select id from brooq.claim('w1', array['t.claim']) $$, array[:c::bigint],
+    'the highest priority first, and of equal priorities the earliest available_at');
+select results_eq($$ select id from brooq.claim('w1', array['t.claim']) $$, array[:b::bigint],
+    'then the other job of priority 5');
+select results_eq($$ select id from brooq.claim('w1', array['t.claim']) $$, array[:a::bigint],
+    'of equal priority and available_at, the lower id first');
+select results_eq($$ select id from brooq.claim('w1', array['t.claim']) $$, array[:d::bigint], 'then the higher id');
+select results_eq($$ select id from brooq.claim('w1', array['t.claim']) $$, array[:f::bigint],
+    'a job available exactly now is ready; a negative priority comes last');
+select is_empty($$ select * from brooq.claim('w1', array['t.claim']) $$,
+    'a job whose available_at is in the future is not claimed, whatever its priority');
+select is((select state::text from brooq.job where id = :e), 'pending', 'the future job is still pending');
+set local brooq.now = '2030-01-01 00:01:00+00';
+select results_eq($$ select id from brooq.claim('w1', array['t.claim']) $$, array[:e::bigint],
+    'once its available_at has come, it is claimed');
+select is_empty($$ select * from brooq.claim('w2', array['t.claim'], max_jobs => 100) $$,
+    'jobs in flight are never claimed again');
+
+-- Behaviour: what a claim returns and writes ---------------------------------------------
+
+set local brooq.now = '2030-01-01 01:00:00+00';
+select id as g from brooq.enqueue('t.claim', '{"n": "g"}', priority => 2) \gset
+select results_eq(
+    $$ select id, topic, payload, attempt, max_attempts, priority, lease_token, locked_until, created_at
+         from brooq.claim('w-g', array['t.claim'], lease => '45 seconds') $$,
+    format($$ values (%s::bigint, 't.claim'::text, '{"n": "g"}'::jsonb, 1, 3, 2, 1::bigint,
+                      timestamptz '2030-01-01 01:00:45+00', timestamptz '2030-01-01 01:00:00+00') $$, :g),
+    'claim returns the job with attempt 1, lease_token 1 and locked_until = now + lease');
+select results_eq(
+    format($$ select state::text, attempts, lease_token, locked_by, locked_until, updated_at from brooq.job where id = %s $$, :g),
+    $$ values ('processing'::text, 1, 1::bigint, 'w-g'::text, timestamptz '2030-01-01 01:00:45+00',
+               timestamptz '2030-01-01 01:00:00+00') $$,
+    'the row is processing, attempts + 1, lease_token + 1, leased to the worker');
+
+-- a failed job comes back after its backoff, with the next attempt and a new token
+select is(brooq.settle(:g, 'w-g', 1, 'delay', delay => '10 seconds'), 'failed', 'job g fails, to be retried in 10 s');
+select is_empty($$ select * from brooq.claim('w1', array['t.claim']) $$, 'a failed job is not claimed before its available_at');
+set local brooq.now = '2030-01-01 01:00:10+00';
+select results_eq($$ select id, attempt, lease_token from brooq.claim('w1', array['t.claim']) $$,
+    format($$ values (%s::bigint, 2, 2::bigint) $$, :g),
+    'a failed job is claimed again once ready: attempt 2, lease_token 2');
+
+-- Behaviour: max_jobs -------------------------------------------------------------
+
+set local brooq.now = '2030-01-01 02:00:00+00';
+select lives_ok($$ select brooq.enqueue_many('t.claim', array['{}', '{}', '{}', '{}', '{}']::jsonb[]) $$, 'five ready jobs');
+select results_eq($$ select count(*)::int from brooq.claim('w1', array['t.claim'], max_jobs => 2) $$, array[2],
+    'max_jobs bounds a claim');
+select results_eq($$ select count(*)::int from brooq.claim('w1', array['t.claim'], max_jobs => 10) $$, array[3],
+    'a claim takes what is ready, up to max_jobs');
+select is_empty($$ select * from brooq.claim('w1', array['t.claim'], max_jobs => 10000) $$, 'nothing is left');
+select is_empty($$ select * from brooq.claim('w1', array['t.claim.idle']) $$, 'an idle topic gives zero rows');
+
+-- Behaviour: several topics ----------------------------------------------------------
+
+select id as x1 from brooq.enqueue('t.claim.x', '{}', priority => 1) \gset
+select id as x2 from brooq.enqueue('t.claim.x', '{}', priority => 2) \gset
+select id as y1 from brooq.enqueue('t.claim.y', '{}', priority => 3) \gset
+select id as y2 from brooq.enqueue('t.claim.y', '{}', priority => 0) \gset
+select set_eq($$ select id from brooq.claim('w1', array['t.claim.x', 't.claim.y'], max_jobs => 2) $$,
+    array[:y1::bigint, :x2::bigint], 'across topics, the highest priorities first');
+select set_eq($$ select id from brooq.claim('w1', array['t.claim.y', 't.claim.x', 't.claim.idle'], max_jobs => 5) $$,
+    array[:x1::bigint, :y2::bigint], 'then the rest, whatever the order of the topics array');
+select lives_ok($$ select brooq.enqueue_many('t.claim.x', array['{}', '{}', '{}']::jsonb[]) $$, 'three more jobs in x');
+select results_eq($$ select count(distinct id)::int from brooq.claim('w1', array['t.claim.x', 't.claim.x'], max_jobs => 3) $$,
+    array[3], 'a topic named twice still gives max_jobs distinct jobs');
+
+-- Behaviour: paused topics and terminal jobs -----------------------------------------
+
+select id as p1 from brooq.enqueue('t.claim.x', '{"paused": true}') \gset
+select id as q1 from brooq.enqueue('t.claim.y', '{"running": true}') \gset
+select ok(brooq.pause_topic('t.claim.x'), 'pause x');
+select results_eq($$ select id from brooq.claim('w1', array['t.claim.x', 't.claim.y'], max_jobs => 10) $$,
+    array[:q1::bigint], 'a paused topic is skipped, the others are claimed');
+select is_empty($$ select * from brooq.claim('w1', array['t.claim.x']) $$, 'claiming only a paused topic gives zero rows');
+select ok(brooq.resume_topic('t.claim.x'), 'resume x');
+select results_eq($$ select id from brooq.claim('w1', array['t.claim.x']) $$, array[:p1::bigint], 'resumed, it is claimed');
+
+select lives_ok($$ select brooq.declare_topic('t.claim.term', max_attempts => 1) $$, 'declare a topic with one attempt');
+select id as tdone from brooq.enqueue('t.claim.term', '{}', priority => 3) \gset
+select id as tdead from brooq.enqueue('t.claim.term', '{}', priority => 2) \gset
+select id as tcan from brooq.enqueue('t.claim.term', '{}', priority => 1) \gset
+select lease_token as tdone_token from brooq.claim('w1', array['t.claim.term']) \gset
+select lease_token as tdead_token from brooq.claim('w1', array['t.claim.term']) \gset
+select is(brooq.settle(:tdone, 'w1', :tdone_token, 'done'), 'done', 'one job done');
+select is(brooq.settle(:tdead, 'w1', :tdead_token, 'failed', error => 'boom'), 'dead', 'one job dead');
+select ok(brooq.cancel(:tcan), 'one job canceled');
+set local brooq.now = '2031-01-01 00:00:00+00';
+select is_empty($$ select * from brooq.claim('w1', array['t.claim.term'], max_jobs => 100) $$,
+    'done, dead and canceled jobs are never claimed, however long after');
+
+-- Behaviour: errors ------------------------------------------------------------------
+
+select throws_ok($$ select brooq.claim('w1', array['t.nope']) $$, '42704', 'cannot claim from topic "t.nope"',
+    'an unknown topic is 42704');
+select throws_ok($$ select brooq.claim('w1', array['t.claim', 't.nope']) $$, '42704', 'cannot claim from topic "t.nope"',
+    'an unknown topic among known ones is 42704');
+select throws_ok($$ select brooq.claim(null, array['t.claim']) $$, '22004', 'brooq.claim: arguments must not be NULL',
+    'a NULL worker is 22004');
+select throws_ok($$ select brooq.claim('w1', null) $$, '22004', null, 'NULL topics is 22004');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], max_jobs => null) $$, '22004', null, 'NULL max_jobs is 22004');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => null) $$, '22004', null, 'a NULL lease is 22004');
+select throws_ok($$ select brooq.claim('', array['t.claim']) $$, '22023', 'invalid worker name ""', 'an empty worker is 22023');
+select throws_ok(format($$ select brooq.claim(%L, array['t.claim']) $$, repeat('w', 201)), '22023',
+    format('invalid worker name "%s"', repeat('w', 40)), 'a worker name over 200 characters is 22023');
+select throws_ok($$ select brooq.claim('w1', array[]::text[]) $$, '22023', 'cannot claim from topic ""',
+    'an empty topics array is 22023');
+select throws_ok($$ select brooq.claim('w1', array['t.claim', null]) $$, '22023', null, 'a NULL topic is 22023');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], max_jobs => 0) $$, '22023', 'invalid max_jobs 0',
+    'max_jobs 0 is 22023');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], max_jobs => 10001) $$, '22023', 'invalid max_jobs 10001',
+    'max_jobs over 10000 is 22023');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => '0') $$, '22023', 'invalid lease 00:00:00',
+    'a zero lease is 22023');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => '-5 seconds') $$, '22023', 'invalid lease -00:00:05',
+    'a negative lease is 22023');
+
+-- Privileges ---------------------------------------------------------------------
+
+select lives_ok($$ select brooq.enqueue_many('t.claim', array['{}', '{}']::jsonb[]) $$, 'two more jobs');
+set local role brooq_producer;
+select throws_ok($$ select brooq.claim('w1', array['t.claim']) $$, '42501', 'permission denied for function claim',
+    'brooq_producer cannot claim');
+reset role;
+set local role brooq_worker;
+select results_eq($$ select count(*)::int from brooq.claim('w-worker', array['t.claim']) $$, array[1], 'brooq_worker can claim');
+reset role;
+set local role brooq_admin;
+select results_eq($$ select count(*)::int from brooq.claim('w-admin', array['t.claim']) $$, array[1],
+    'brooq_admin can claim (member of brooq_worker)');
+reset role;
+
+select * from finish();
+rollback;
