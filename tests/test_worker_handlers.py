@@ -1,0 +1,307 @@
+"""The worker in this process (a thread): handler signals, async, chain, leases, timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from worker_app import running, wait_for
+
+import brooq
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+FAST = {"poll_interval": timedelta(milliseconds=100), "lease": timedelta(seconds=1.5)}
+
+
+def fate(conn: Conn, job_id: int) -> brooq.JobFate:
+    f = brooq.get_job(conn, job_id)
+    assert f is not None
+    return f
+
+
+def settled(conn: Conn, job_id: int) -> brooq.JobFate | None:
+    f = fate(conn, job_id)
+    return f if f.state not in ("pending", "processing") else None
+
+
+def enqueue_sql(conn: Conn, topic: str, payload: str = "{}") -> int:
+    row = conn.execute("select id from brooq.enqueue(%s, %s::jsonb)", [topic, payload]).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_job_enqueued_from_sql_is_done_with_its_result(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, **FAST)
+
+    @worker.handler("echo")
+    def echo(job: brooq.Job) -> Any:
+        return {"got": job.payload, "attempt": job.attempt}
+
+    with running(worker):
+        job_id = enqueue_sql(conn, "echo", '{"n": 42}')
+        done = wait_for(lambda: settled(conn, job_id), what="the job to settle")
+    assert done.state == "done"
+    assert done.result == {"got": {"n": 42}, "attempt": 1}
+    assert (done.attempts, done.last_error, done.locked_by) == (1, None, None)
+    s = worker.snapshot()
+    assert (s.claimed, s.done, s.failed, s.in_flight) == (1, 1, 0, 0)
+
+
+def test_every_handler_signal(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, **FAST)
+    settings = {"backoff_base": timedelta(seconds=20), "backoff_max": timedelta(minutes=1)}
+
+    @worker.handler("ret", **settings)
+    def ret(job: brooq.Job) -> Any:
+        return [1, "two"]
+
+    @worker.handler("none", **settings)
+    def none(job: brooq.Job) -> None:
+        return None
+
+    @worker.handler("retry", **settings)
+    def retry(job: brooq.Job) -> None:
+        raise brooq.Retry(timedelta(minutes=5), reason="rate limited")  # clamped to backoff_max
+
+    @worker.handler("retry-backoff", **settings)
+    def retry_backoff(job: brooq.Job) -> None:
+        raise brooq.Retry()
+
+    @worker.handler("preserve", **settings)
+    def preserve(job: brooq.Job) -> None:
+        raise brooq.PreserveAttempt(30.0)
+
+    @worker.handler("cancel", **settings)
+    def cancel(job: brooq.Job) -> None:
+        raise brooq.Cancel("not wanted")
+
+    @worker.handler("boom", **settings)
+    def boom(job: brooq.Job) -> None:
+        secret = "hunter2"  # a local: must never reach last_error
+        raise ValueError(f"bad input {len(secret)}")
+
+    @worker.handler("last", max_attempts=1, **settings)
+    def last(job: brooq.Job) -> None:
+        raise RuntimeError("gave up")
+
+    @worker.handler("not-json", **settings)
+    def not_json(job: brooq.Job) -> Any:
+        return {"when": object()}
+
+    topics = ["ret", "none", "retry", "retry-backoff", "preserve", "cancel", "boom", "last", "not-json"]
+    with running(worker):
+        ids = {t: enqueue_sql(conn, t) for t in topics}
+        fates = {t: wait_for(lambda i=i: settled(conn, i), what=t) for t, i in ids.items()}
+
+    def waits(f: brooq.JobFate) -> float:
+        return (f.available_at - f.updated_at).total_seconds()
+
+    assert (fates["ret"].state, fates["ret"].result) == ("done", [1, "two"])
+    assert (fates["none"].state, fates["none"].result) == ("done", None)
+    r = fates["retry"]
+    assert (r.state, r.attempts, r.last_error, waits(r)) == ("failed", 1, "Retry: rate limited", 60)
+    rb = fates["retry-backoff"]
+    assert rb.state == "failed" and 10 <= waits(rb) <= 20
+    p = fates["preserve"]
+    assert (p.state, p.attempts, waits(p)) == ("failed", 0, 30)
+    c = fates["cancel"]
+    assert (c.state, c.last_error) == ("canceled", "Cancel: not wanted")
+    b = fates["boom"]
+    assert (b.state, b.last_error) == ("failed", "ValueError: bad input 7")
+    assert (fates["last"].state, fates["last"].last_error) == ("dead", "RuntimeError: gave up")
+    nj = fates["not-json"]
+    assert nj.state == "failed" and nj.result is None
+    assert nj.last_error == "the return value is not JSON: TypeError: Object of type object is not JSON serializable"
+
+    s = worker.snapshot()
+    assert (s.claimed, s.done, s.failed, s.retried, s.dead, s.canceled, s.lease_lost) == (9, 2, 3, 2, 1, 1, 0)
+    assert s.topics["last"].dead == 1
+
+
+def test_async_handlers_run_on_the_workers_event_loop(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, concurrency=20, **FAST)
+    loops: set[int] = set()
+
+    @worker.handler("fetch")
+    async def fetch(job: brooq.Job) -> Any:
+        loops.add(id(asyncio.get_running_loop()))
+        await asyncio.sleep(0.3)
+        if job.payload["n"] == 0:
+            raise brooq.Retry(timedelta(seconds=60))
+        return job.payload["n"] * 2
+
+    with running(worker):
+        started = time.monotonic()
+        jobs = brooq.enqueue_many(conn, "fetch", [{"n": n} for n in range(20)])
+        fates = [wait_for(lambda j=j: settled(conn, j.id)) for j in jobs]
+        elapsed = time.monotonic() - started
+    assert [f.result for f in fates[1:]] == [n * 2 for n in range(1, 20)]
+    assert fates[0].state == "failed" and fates[0].last_error == "Retry requested by the handler"
+    assert len(loops) == 1
+    assert elapsed < 3, "20 handlers sleeping 0.3s should run concurrently"
+
+
+def test_heartbeats_keep_a_long_job_past_several_leases(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, lease=timedelta(seconds=1), poll_interval=timedelta(milliseconds=100))
+    thief = brooq.Worker(db, lease=timedelta(seconds=1), poll_interval=timedelta(milliseconds=100))
+
+    @worker.handler("long", timeout=None)
+    def long(job: brooq.Job) -> str:
+        assert not job.canceled.wait(3.5)
+        return "finished"
+
+    @thief.handler("long", timeout=None)
+    def steal(job: brooq.Job) -> str:
+        return "stolen"
+
+    with running(worker):
+        job_id = enqueue_sql(conn, "long")
+        wait_for(lambda: worker.snapshot().in_flight == 1)
+        with running(thief):  # reaps every 0.5s and claims whatever becomes ready
+            done = wait_for(lambda: settled(conn, job_id), timeout=10)
+    assert (done.state, done.result, done.attempts, done.last_error) == ("done", "finished", 1, None)
+    assert worker.snapshot().lease_lost == 0 and thief.snapshot().claimed == 0
+
+
+def test_cancel_in_flight_stops_the_handler_and_writes_nothing(db: str, conn: Conn) -> None:
+    lease = timedelta(seconds=1.5)
+    worker = brooq.Worker(db, lease=lease, poll_interval=timedelta(milliseconds=100))
+    saw_cancel: list[float] = []
+
+    @worker.handler("child")
+    def child(job: brooq.Job) -> None:
+        return None
+
+    @worker.handler("work", timeout=None)
+    def work(job: brooq.Job) -> str:
+        job.chain("child", {"from": job.id})
+        job.canceled.wait(30)
+        saw_cancel.append(time.monotonic())
+        assert job.canceled.reason == "lease lost"
+        return "finished anyway"  # must not be written
+
+    with running(worker):
+        job_id = enqueue_sql(conn, "work")
+        wait_for(lambda: worker.snapshot().in_flight == 1)
+        canceled_at = time.monotonic()
+        assert brooq.cancel(conn, job_id)
+        wait_for(lambda: saw_cancel, timeout=5, what="the handler to see the cancel")
+        wait_for(lambda: worker.snapshot().in_flight == 0)
+        time.sleep(0.3)  # anything the worker would write, it would have written by now
+        f = fate(conn, job_id)
+    assert saw_cancel[0] - canceled_at <= lease.total_seconds() / 3 + 1
+    assert (f.state, f.result, f.last_error, f.attempts) == ("canceled", None, None, 1)
+    assert conn.execute("select count(*) from brooq.job where topic = 'child'").fetchone() == (0,)
+    s = worker.snapshot()
+    assert (s.lease_lost, s.done, s.topics["work"].lease_lost) == (1, 0, 1)
+
+
+def test_chained_jobs_are_enqueued_only_when_the_job_is_done(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, **FAST)
+
+    @worker.handler("parent", max_attempts=1)
+    def parent(job: brooq.Job) -> str:
+        job.chain("child", {"parent": job.id, "step": 1}, key=f"child-of-{job.id}")
+        job.chain("child", {"parent": job.id, "step": 2}, delay=timedelta(hours=1), priority=3)
+        if job.payload["fail"]:
+            raise RuntimeError("parent failed")
+        return "parent done"
+
+    @worker.handler("child")
+    def child(job: brooq.Job) -> int:
+        return int(job.payload["step"])
+
+    @worker.handler("bad-chain", max_attempts=1)
+    def bad_chain(job: brooq.Job) -> None:
+        job.chain("no-such-topic", {})
+
+    with running(worker):
+        ok = enqueue_sql(conn, "parent", '{"fail": false}')
+        failing = enqueue_sql(conn, "parent", '{"fail": true}')
+        bad = enqueue_sql(conn, "bad-chain")
+        assert wait_for(lambda: settled(conn, ok)).state == "done"
+        assert wait_for(lambda: settled(conn, failing)).state == "dead"
+        b = wait_for(lambda: settled(conn, bad))
+        children = conn.execute(
+            "select payload, state, idempotency_key, priority, available_at > now() + interval '50 min'"
+            "  from brooq.job where topic = 'child' order by id").fetchall()
+        first = wait_for(lambda: conn.execute(
+            "select state, result from brooq.job where topic = 'child' and state = 'done'").fetchone())
+    assert [c[0]["parent"] for c in children] == [ok, ok]
+    assert children[0][2:] == (f"child-of-{ok}", 0, False)
+    assert children[1][2:] == (None, 3, True)
+    assert first == ("done", 1)
+    assert b.state == "dead" and b.last_error is not None
+    assert b.last_error.startswith("chain: UnknownTopic: topic \"no-such-topic\" does not exist")
+
+
+def test_an_attempt_timeout_cancels_and_fails_the_attempt(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, **FAST)
+    reasons: list[str | None] = []
+
+    @worker.handler("slow", timeout=timedelta(milliseconds=300), max_attempts=1)
+    def slow(job: brooq.Job) -> str:
+        job.canceled.wait(10)
+        reasons.append(job.canceled.reason)
+        return "too late"
+
+    @worker.handler("slow-async", timeout=timedelta(milliseconds=300), max_attempts=1)
+    async def slow_async(job: brooq.Job) -> str:
+        await asyncio.sleep(10)  # canceled by the worker
+        return "too late"
+
+    with running(worker):
+        ids = [enqueue_sql(conn, "slow"), enqueue_sql(conn, "slow-async")]
+        fates = [wait_for(lambda i=i: settled(conn, i), timeout=5) for i in ids]
+        wait_for(lambda: worker.snapshot().in_flight == 0, timeout=5)
+    for f in fates:
+        assert (f.state, f.result, f.last_error) == ("dead", None, "timed out after 300ms")
+    assert reasons == ["timeout"]
+    assert worker.snapshot().hung == 0
+
+
+def test_the_watchdog_reports_a_handler_that_ignores_cancellation(
+        db: str, conn: Conn, caplog: pytest.LogCaptureFixture) -> None:
+    worker = brooq.Worker(db, hung_grace=timedelta(milliseconds=300), **FAST)
+    release = threading.Event()
+
+    @worker.handler("stubborn", timeout=timedelta(milliseconds=200))
+    def stubborn(job: brooq.Job) -> None:
+        release.wait(10)  # ignores job.canceled
+
+    with caplog.at_level(logging.ERROR, logger="brooq.worker"), running(worker):
+        job_id = enqueue_sql(conn, "stubborn")
+        wait_for(lambda: worker.snapshot().hung == 1, timeout=5, what="the watchdog")
+        assert worker.snapshot().in_flight == 1  # the hung handler still holds its slot
+        release.set()
+        wait_for(lambda: worker.snapshot().in_flight == 0)
+    assert fate(conn, job_id).last_error == "timed out after 200ms"
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and f"job {job_id} (stubborn)" in errors[0].getMessage()
+    assert worker.metrics.registry.get_sample_value(
+        "brooq_hung_handlers_total", {"topic": "stubborn"}) == 1
+
+
+def test_a_handler_crash_never_kills_the_worker(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, **FAST)
+
+    @worker.handler("crash", max_attempts=1)
+    def crash(job: brooq.Job) -> None:
+        if job.payload["how"] == "exit":
+            raise SystemExit(3)
+        if job.payload["how"] == "interrupt":
+            raise KeyboardInterrupt
+        raise MemoryError
+
+    with running(worker):
+        ids = [enqueue_sql(conn, "crash", f'{{"how": "{h}"}}') for h in ("exit", "interrupt", "memory")]
+        fates = [wait_for(lambda i=i: settled(conn, i)) for i in ids]
+        after = enqueue_sql(conn, "crash", '{"how": "exit"}')
+        assert wait_for(lambda: settled(conn, after)).state == "dead"
+    assert [f.last_error for f in fates] == ["SystemExit: 3", "KeyboardInterrupt", "MemoryError"]

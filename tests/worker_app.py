@@ -1,0 +1,86 @@
+"""Worker processes and helpers for the worker tests.
+
+As a script: a real worker process for the tests that kill, signal or outlive
+PostgreSQL:
+
+    python tests/worker_app.py DSN --name NAME [--lease 1s] [--concurrency 4] [--grace 10s]
+
+Handlers:
+  sleep  payload {"seconds": s, "first_only": bool}: sleeps s seconds (only on the
+         first attempt when first_only), then returns {"slept": s, "attempt": n}.
+  echo   returns the payload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import brooq
+
+
+def build(dsn: str, name: str, lease: timedelta, concurrency: int, grace: timedelta) -> brooq.Worker:
+    worker = brooq.Worker(dsn, name=name, lease=lease, concurrency=concurrency, shutdown_grace=grace,
+                          poll_interval=timedelta(milliseconds=200))
+
+    @worker.handler("sleep", max_attempts=10, timeout=None)
+    def sleep(job: brooq.Job) -> dict[str, Any]:
+        seconds = float(job.payload.get("seconds", 0))
+        if job.payload.get("first_only") and job.attempt > 1:
+            seconds = 0
+        time.sleep(seconds)
+        return {"slept": seconds, "attempt": job.attempt}
+
+    @worker.handler("echo")
+    def echo(job: brooq.Job) -> Any:
+        return job.payload
+
+    return worker
+
+
+@contextmanager
+def running(worker: brooq.Worker) -> Iterator[brooq.Worker]:
+    """Run a worker in a thread for the duration of the block; stop it (no grace) after."""
+    thread = threading.Thread(target=worker.run, name=f"test-{worker.name}", daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: worker.snapshot().connected, what="the worker to connect")
+        yield worker
+    finally:
+        worker.stop(timedelta(0))
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "the worker did not stop"
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    """Poll until predicate() is truthy; its value. AssertionError after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dsn")
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--lease", type=brooq.parse_duration, default=timedelta(seconds=1))
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--grace", type=brooq.parse_duration, default=timedelta(seconds=10))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format=f"{args.name} %(levelname)s %(message)s")
+    build(args.dsn, args.name, args.lease, args.concurrency, args.grace).run()
+
+
+if __name__ == "__main__":
+    main()
