@@ -1,0 +1,88 @@
+-- brooq.reap: structure, behaviour (expired leases back to pending, attempts
+-- kept, never dead, unexpired untouched, max_jobs, oldest expiry first), then
+-- privileges under switched roles.
+begin;
+select plan(26);
+
+-- Structure -------------------------------------------------------------------
+
+select has_function('brooq', 'reap', array['integer']);
+select function_returns('brooq', 'reap', array['integer'], 'setof brooq.reaped', 'reap returns setof brooq.reaped');
+select is_definer('brooq', 'reap', array['integer']);
+
+-- Behaviour -----------------------------------------------------------------------
+
+set local timezone = 'UTC';  -- last_error spells the expiry in the session's time zone
+set local brooq.now = '2030-01-01 00:00:00+00';
+select lives_ok($$ select brooq.declare_topic('t.reap', max_attempts => 1) $$, 'declare a topic with one attempt');
+select id as a from brooq.enqueue('t.reap', '{"n": "a"}', priority => 2) \gset
+select id as b from brooq.enqueue('t.reap', '{"n": "b"}', priority => 1) \gset
+select lease_token as a_tok from brooq.claim('worker-a', array['t.reap'], lease => '30 seconds') \gset
+select lease_token as b_tok from brooq.claim('worker-b', array['t.reap'], lease => '10 minutes') \gset
+
+set local brooq.now = '2030-01-01 00:00:30+00';
+select is_empty($$ select * from brooq.reap() where topic = 't.reap' $$, 'a lease ending exactly now is not expired yet');
+
+set local brooq.now = '2030-01-01 00:00:31+00';
+select results_eq($$ select id, topic from brooq.reap() where topic = 't.reap' $$,
+    format($$ values (%s::bigint, 't.reap'::text) $$, :a), 'reap returns (id, topic) of the expired job only');
+select results_eq(
+    format($$ select state::text, attempts, available_at, locked_by, locked_until, lease_token, updated_at
+                from brooq.job where id = %s $$, :a),
+    format($$ values ('pending'::text, 1, timestamptz '2030-01-01 00:00:31+00', null::text, null::timestamptz, %s::bigint,
+                      timestamptz '2030-01-01 00:00:31+00') $$, :a_tok),
+    'the expired job is pending, ready now, attempts unchanged, lease cleared, lease_token kept');
+select is((select last_error from brooq.job where id = :a),
+    'lease of worker worker-a expired at 2030-01-01 00:00:30+00; job returned to the queue',
+    'last_error says whose lease expired, and when');
+select results_eq(format($$ select state::text, locked_by, locked_until from brooq.job where id = %s $$, :b),
+    $$ values ('processing'::text, 'worker-b'::text, timestamptz '2030-01-01 00:10:00+00') $$,
+    'a job whose lease has not expired is untouched');
+select is_empty($$ select * from brooq.reap() where topic = 't.reap' $$, 'a second reap finds nothing more');
+
+-- a reap never makes a job dead, even past its last attempt
+select results_eq($$ select id, attempt, max_attempts from brooq.claim('worker-c', array['t.reap'], lease => '1 second') $$,
+    format($$ values (%s::bigint, 2, 1) $$, :a), 'the reaped job is claimed again (attempt 2 of max 1)');
+set local brooq.now = '2030-01-01 00:01:00+00';
+select results_eq($$ select id from brooq.reap() where topic = 't.reap' $$, array[:a::bigint], 'and expires again');
+select results_eq(format($$ select state::text, attempts from brooq.job where id = %s $$, :a),
+    $$ values ('pending'::text, 2) $$, 'a reap past the last attempt still returns the job to pending, never dead');
+
+-- the holder of a reaped job is fenced off
+select is(brooq.settle(:a, 'worker-a', :a_tok, 'done'), null, 'the first holder''s settle returns NULL');
+select is_empty(format($$ select * from brooq.heartbeat('worker-c', array[%s]) $$, :a), 'the last holder''s heartbeat omits it');
+
+-- max_jobs, oldest expiry first
+select lives_ok($$ select brooq.declare_topic('t.reap.many') $$, 'declare a second topic');
+select lives_ok($$ select brooq.enqueue_many('t.reap.many', array_fill('{}'::jsonb, array[5])) $$, 'five jobs');
+create temp table held on commit drop as
+select c.id, c.locked_until
+  from generate_series(1, 5) as g(n),
+       lateral brooq.claim('w' || g.n, array['t.reap.many'], lease => make_interval(secs => g.n)) as c;
+select is((select count(distinct locked_until)::int from held), 5, 'five leases ending one second apart');
+set local brooq.now = '2030-01-01 00:02:00+00';
+select set_eq($$ select id from brooq.reap(max_jobs => 2) where topic = 't.reap.many' $$,
+    $$ select id from held order by locked_until limit 2 $$, 'max_jobs bounds a reap, oldest expiry first');
+select is((select count(*)::int from brooq.job where id in (select id from held) and state = 'processing'), 3,
+    'three are still processing');
+select is((select count(*)::int from brooq.reap(max_jobs => 100000) where topic = 't.reap.many'), 3, 'the next reap takes the rest');
+
+-- Errors -------------------------------------------------------------------------------
+
+select throws_ok($$ select brooq.reap(0) $$, '22023', 'invalid max_jobs 0', 'max_jobs 0 is 22023');
+select throws_ok($$ select brooq.reap(100001) $$, '22023', 'invalid max_jobs 100001', 'max_jobs over 100000 is 22023');
+select throws_ok($$ select brooq.reap(null) $$, '22004', 'brooq.reap: max_jobs must not be NULL', 'a NULL max_jobs is 22004');
+
+-- Privileges ---------------------------------------------------------------------------
+
+set local role brooq_producer;
+select throws_ok($$ select brooq.reap() $$, '42501', 'permission denied for function reap', 'brooq_producer cannot reap');
+reset role;
+select lease_token from brooq.claim('w9', array['t.reap.many'], lease => '1 second') \gset
+set local brooq.now = '2030-01-01 00:03:00+00';
+set local role brooq_worker;
+select is((select count(*)::int from brooq.reap() where topic = 't.reap.many'), 1, 'brooq_worker can reap');
+reset role;
+
+select * from finish();
+rollback;
