@@ -36,12 +36,18 @@ class Counters(Protocol):
     @property
     def canceled(self) -> int: ...
     @property
+    def lease_lost(self) -> int: ...
+    @property
     def in_flight(self) -> int: ...
+    @property
+    def connected(self) -> bool: ...
+    @property
+    def stopping(self) -> bool: ...
 
 
 def settled(c: Counters) -> int:
-    """Attempts that ended, whatever their outcome."""
-    return c.done + c.failed + c.retried + c.dead + c.canceled
+    """Attempts that ended, whatever their outcome (a lost lease included)."""
+    return c.done + c.failed + c.retried + c.dead + c.canceled + c.lease_lost
 
 
 @dataclass(frozen=True)
@@ -57,9 +63,16 @@ class Reading:
 def format_line(r: Reading) -> str:
     """The progress line: `1234 jobs/s | done 900 | failed 12 | dead 3 | ...`."""
     c = r.counters
-    return (f"{r.rate:6.0f} jobs/s | done {c.done} | failed/retrying {c.failed + c.retried}"
-            f" | dead {c.dead} | canceled {c.canceled} | in flight {c.in_flight}"
-            f" | {format_elapsed(r.elapsed)}")
+    line = (f"{r.rate:6.0f} jobs/s | done {c.done} | failed/retrying {c.failed + c.retried}"
+            f" | dead {c.dead} | canceled {c.canceled}")
+    if c.lease_lost:
+        line += f" | lease lost {c.lease_lost}"
+    line += f" | in flight {c.in_flight} | {format_elapsed(r.elapsed)}"
+    if c.stopping:
+        line += " | stopping"
+    elif not c.connected:
+        line += " | (re)connecting"
+    return line
 
 
 def format_elapsed(seconds: float) -> str:
@@ -95,7 +108,9 @@ class Progress:
 
     `live` (default: the stream is a terminal) chooses one line rewritten in place
     every `refresh` seconds; otherwise a plain line is written every `log_every`
-    seconds. `note()` prints a message without garbling the live line.
+    seconds. The counters are read every `refresh` seconds either way, and the rate
+    is taken over the last `window` seconds. `note()` prints a message without
+    garbling the live line.
     """
 
     def __init__(self, snapshot: Callable[[], Counters], stream: TextIO | None = None, *,
@@ -104,7 +119,8 @@ class Progress:
         self.snapshot = snapshot
         self.stream = stream if stream is not None else sys.stderr
         self.live = self.stream.isatty() if live is None else live
-        self.interval = refresh if self.live else log_every
+        self.refresh = refresh  # how often the counters are read (and a live line redrawn)
+        self.log_every = log_every
         self.prefix = prefix
         self.rates = RateWindow(window)
         self._lock = threading.Lock()
@@ -160,9 +176,15 @@ class Progress:
             self._show(self.last)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        next_log = time.monotonic() + self.log_every
+        while not self._stop.wait(self.refresh):
             reading = self.read()
-            if reading is not None:
+            if reading is None:
+                continue
+            if self.live:
+                self._show(reading)
+            elif time.monotonic() >= next_log:
+                next_log += self.log_every
                 self._show(reading)
 
     def _show(self, reading: Reading, *, final: bool = False) -> None:

@@ -1,0 +1,496 @@
+"""The `brooq` command: run a worker, enqueue, look at jobs and topics, deploy, demo.
+
+Every command that talks to the database takes --dsn (default: $BROOQ_DSN).
+Errors are printed as one line (the SQLSTATE and its condition name included) and
+exit with status 1; a bad command line exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+import psycopg
+import psycopg.errors
+
+from brooq import config, producer
+from brooq.errors import BrooqError, ConfigError
+from brooq.producer import JobFate
+
+if TYPE_CHECKING:
+    from brooq.worker import Worker
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+class Failure(Exception):
+    """An error for the user: printed as one line, exit status 1."""
+
+
+class UsageError(Exception):
+    """A bad command line that argparse could not catch: exit status 2."""
+
+
+# --- values -----------------------------------------------------------------
+
+def parse_duration(text: str) -> timedelta:
+    """`100ms`, `5s`, `1.5m`, `2h`, `1d`, `1m30s`: a number and a unit, always."""
+    try:
+        return config.parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def format_duration(value: timedelta | None) -> str:
+    if value is None:
+        return "-"
+    seconds = value.total_seconds()
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
+def format_time(value: datetime | None) -> str:
+    return value.isoformat(sep=" ", timespec="milliseconds") if value else "-"
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain text table; numbers right-aligned."""
+    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    numeric = [all(isinstance(row[i], int | float) for row in rows) and bool(rows)
+               for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w)
+                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
+
+    out = [line(cells[0]), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in cells[1:]]
+    return "\n".join(out)
+
+
+# --- errors ---------------------------------------------------------------------
+
+def condition_name(sqlstate: str) -> str:
+    """42704 -> undefined_object (PostgreSQL's condition name for the SQLSTATE)."""
+    try:
+        name = psycopg.errors.lookup(sqlstate).__name__
+    except KeyError:
+        return "unknown condition"
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def describe(exc: BaseException) -> str:
+    """One line for the user: the message, [SQLSTATE condition], and the hint if any."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, psycopg.Error):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, psycopg.Error):
+        message = cause.diag.message_primary or str(cause) or type(cause).__name__
+        sqlstate, hint = cause.sqlstate, cause.diag.message_hint
+    else:  # a brooq error raised by Python itself, or any other exception
+        message = str(exc) or type(exc).__name__
+        sqlstate, hint = getattr(exc, "sqlstate", None), None
+    text = " ".join(message.split())
+    if sqlstate:
+        text += f" [{sqlstate} {condition_name(sqlstate)}]"
+    if hint:
+        text += f"; hint: {' '.join(hint.split())}"
+    return text
+
+
+# --- database ---------------------------------------------------------------------
+
+def dsn_of(args: argparse.Namespace) -> str:
+    dsn: str | None = args.dsn or os.environ.get("BROOQ_DSN")
+    if not dsn:
+        raise UsageError("no database given: pass --dsn postgresql://... or set BROOQ_DSN")
+    return dsn
+
+
+def connect(args: argparse.Namespace) -> Connection:
+    dsn = dsn_of(args)
+    try:
+        return psycopg.connect(dsn, autocommit=True)
+    except psycopg.OperationalError as exc:
+        message = " ".join(str(exc).split()) or "connection failed"
+        raise Failure(f"cannot connect to the database: {message}") from exc
+    except psycopg.ProgrammingError as exc:
+        raise Failure(f"invalid DSN: {' '.join(str(exc).split())}") from exc
+
+
+# --- commands ---------------------------------------------------------------------
+
+def cmd_enqueue(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        payload = json.loads(args.payload)
+    except json.JSONDecodeError as exc:
+        raise Failure(f"the payload is not valid JSON: {exc} (in {args.payload!r})") from exc
+    with connect(args) as conn:
+        job = producer.enqueue(conn, args.topic, payload, key=args.key, delay=args.delay,
+                            at=args.at, priority=args.priority)
+    out.write(f"id={job.id} created={'true' if job.created else 'false'}\n")
+    return 0
+
+
+def format_fate(fate: JobFate) -> str:
+    """A job's fate on one line: id, topic, state, attempts, last_error, result, times."""
+    parts = [f"job {fate.id}", f"topic={fate.topic}", f"state={fate.state}",
+             f"attempts={fate.attempts}/{fate.max_attempts}"]
+    if fate.priority:
+        parts.append(f"priority={fate.priority}")
+    if fate.key is not None:
+        parts.append(f"key={json.dumps(fate.key)}")
+    if fate.result is not None:
+        parts.append(f"result={json.dumps(fate.result, separators=(',', ':'))}")
+    if fate.last_error:
+        parts.append(f"last_error={json.dumps(' '.join(fate.last_error.split())[:300])}")
+    parts.append(f"created={format_time(fate.created_at)}")
+    parts.append(f"updated={format_time(fate.updated_at)}")
+    if fate.state in ("pending", "failed"):
+        parts.append(f"available={format_time(fate.available_at)}")
+    if fate.locked_by:
+        parts.append(f"locked_by={fate.locked_by} until={format_time(fate.locked_until)}")
+    return " ".join(parts)
+
+
+def cmd_job(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn:
+        fate = producer.get_job(conn, args.id)
+    if fate is None:
+        raise Failure(f"job {args.id} not found (never enqueued, or purged)")
+    out.write(format_fate(fate) + "\n")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn:
+        rows = producer.topic_stats(conn)
+    if not rows:
+        out.write("no topics yet: declare one with brooq declare-topic NAME\n")
+        return 0
+    headers = ["topic", "paused", "pending", "failed", "ready", "scheduled", "processing",
+               "expired", "oldest ready"]
+    table = [[r.topic, "yes" if r.paused else "no", r.pending, r.failed, r.ready, r.scheduled,
+              r.processing, r.expired, format_duration(r.oldest_ready_age)] for r in rows]
+    out.write(format_table(headers, table) + "\n")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn:
+        canceled = producer.cancel(conn, args.id)
+    if canceled:
+        out.write(f"canceled job {args.id}\n")
+        return 0
+    out.write(f"job {args.id} not canceled: already finished (done, dead, canceled) or unknown\n")
+    return 1
+
+
+TOPIC = """
+select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify, paused
+  from brooq.topic
+ where name = %s
+"""
+
+
+def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
+    settings: dict[str, Any] = {"max_attempts": args.max_attempts, "notify": args.notify}
+    for name in ("backoff_base", "backoff_max", "retention", "max_payload_bytes"):
+        if getattr(args, name) is not None:
+            settings[name] = getattr(args, name)
+    with connect(args) as conn:
+        producer.declare_topic(conn, args.name, **settings)
+        try:
+            row = conn.execute(TOPIC, [args.name]).fetchone()
+        except psycopg.errors.InsufficientPrivilege:
+            row = None
+    if row is None:  # brooq.topic is private: a role that may not read it gets less detail
+        out.write(f"declared topic {args.name}\n")
+        return 0
+    out.write(f"declared topic {args.name}: max_attempts={row[0]} backoff_base={format_duration(row[1])}"
+              f" backoff_max={format_duration(row[2])} retention={format_duration(row[3])}"
+              f" max_payload_bytes={row[4]} notify={'on' if row[5] else 'off'}"
+              f"{' (paused)' if row[6] else ''}\n")
+    return 0
+
+
+def cmd_pause(args: argparse.Namespace, out: TextIO) -> int:
+    pause = args.command == "pause"
+    function = "brooq.pause_topic" if pause else "brooq.resume_topic"
+    with connect(args) as conn:
+        row = conn.execute(f"select {function}(%s)", [args.topic]).fetchone()
+    changed = bool(row and row[0])
+    if pause:
+        out.write(f"paused topic {args.topic}\n" if changed else f"topic {args.topic} was already paused\n")
+    else:
+        out.write(f"resumed topic {args.topic}\n" if changed else f"topic {args.topic} was not paused\n")
+    return 0
+
+
+def cmd_deploy(args: argparse.Namespace, out: TextIO) -> int:
+    from brooq.deploy import DeployError, deploy
+
+    dsn = dsn_of(args)
+    try:
+        done = deploy(dsn, root=args.root, method=args.method)
+    except DeployError as exc:
+        raise Failure(str(exc)) from exc
+    if args.verbose and done.output:
+        out.write(done.output + "\n")
+    changes = sum(1 for line in done.output.splitlines() if line.lstrip().startswith("+ "))
+    if done.method == "sqitch":
+        summary = (f"deployed {changes} changes with sqitch deploy --verify" if changes
+                   else "nothing to deploy: the schema is up to date (sqitch)")
+    else:
+        summary = "deployed sql/install.sql with psql"
+    out.write(summary + "\n")
+    return 0
+
+
+# --- worker -------------------------------------------------------------------------
+
+# Worker options of the command line become BROOQ_* variables before the module is
+# imported, so that brooq.Worker (via brooq.WorkerConfig) sees them. A value the
+# module passes to brooq.Worker() explicitly wins.
+WORKER_ENV = {
+    "dsn": "BROOQ_DSN",
+    "concurrency": "BROOQ_CONCURRENCY",
+    "lease": "BROOQ_LEASE",
+    "poll_interval": "BROOQ_POLL_INTERVAL",
+    "name": "BROOQ_WORKER_NAME",
+    "shutdown_grace": "BROOQ_SHUTDOWN_GRACE",
+    "metrics_address": "BROOQ_METRICS_ADDRESS",
+}
+
+
+def load_worker(spec: str) -> Worker:
+    """MODULE:OBJECT -> a brooq.Worker (OBJECT may also be a callable returning one)."""
+    from brooq.worker import Worker
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"invalid worker {spec!r}: use MODULE:OBJECT, e.g. myapp.jobs:worker")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # like python -m: modules of the current directory
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise Failure(f"cannot import {module_name!r}: {exc}") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise Failure(f"module {module_name!r} has no {attr!r}") from exc
+    if not isinstance(obj, Worker) and callable(obj) and not isinstance(obj, type):
+        try:
+            obj = obj()
+        except (BrooqError, ConfigError):
+            raise
+        except Exception as exc:
+            raise Failure(f"calling {spec}() failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(obj, Worker):
+        raise Failure(f"{spec} is a {type(obj).__name__}, not a brooq.Worker"
+                      " (OBJECT is a brooq.Worker or a callable returning one)")
+    return obj
+
+
+def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
+    from brooq.progress import Progress
+
+    for option, variable in WORKER_ENV.items():
+        value = getattr(args, option, None)
+        if value is not None:
+            os.environ[variable] = format_env(value)
+    worker = load_worker(args.worker)
+    mode = args.progress
+    if mode == "off":
+        worker.run()
+        return 0
+    live = {"auto": None, "live": True, "log": False}[mode]
+    progress = Progress(worker.snapshot, sys.stderr, live=live)
+    with progress:
+        worker.run()
+    return 0
+
+
+def format_env(value: object) -> str:
+    if isinstance(value, timedelta):
+        return config.format_duration(value)
+    return str(value)
+
+
+# --- demo ---------------------------------------------------------------------------
+
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    from brooq.demo import run_demo
+
+    dsn = args.dsn or os.environ.get("BROOQ_DSN")
+    return run_demo(dsn, jobs=args.jobs, timeout=args.timeout.total_seconds(), out=out,
+                    progress=args.progress)
+
+
+# --- parser -------------------------------------------------------------------------
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"brooq: error: {message}\n")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def job_id(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid job id {text!r}: a job id is a number") from None
+
+
+def instant(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid time {text!r}: use ISO 8601 with a zone, e.g. 2030-01-01T12:00:00+00:00") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"invalid time {text!r}: give a time zone, e.g. +00:00 or Z")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="brooq", description="brooq: a job queue in PostgreSQL.")
+    parser.add_argument("--version", action="version", version=f"brooq {version()}")
+    dsn = Parser(add_help=False)
+    dsn.add_argument("--dsn", help="the database (default: $BROOQ_DSN)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=Parser)
+
+    p = sub.add_parser("worker", parents=[dsn], help="run a worker: brooq worker MODULE:OBJECT")
+    p.add_argument("worker", metavar="MODULE:OBJECT",
+                   help="a brooq.Worker, or a callable returning one (e.g. myapp.jobs:worker)")
+    p.add_argument("--concurrency", type=positive_int, help="handlers running at once")
+    p.add_argument("--lease", type=parse_duration, help="lease length, e.g. 30s")
+    p.add_argument("--poll-interval", type=parse_duration, help="poll period without NOTIFY, e.g. 1s")
+    p.add_argument("--name", help="the worker's name (locked_by)")
+    p.add_argument("--shutdown-grace", type=parse_duration, help="time to finish in-flight jobs on stop")
+    p.add_argument("--metrics-address", help="serve /metrics and /healthz on HOST:PORT")
+    p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
+                   help="live line in a terminal, log lines in a pipe (auto), or off")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("enqueue", parents=[dsn], help="enqueue one job")
+    p.add_argument("topic")
+    p.add_argument("payload", metavar="JSON", help="the payload, e.g. '{\"to\": \"ann@example.com\"}'")
+    p.add_argument("--key", help="idempotency key: one job per (topic, key)")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--delay", type=parse_duration, help="not before now + delay, e.g. 5s")
+    when.add_argument("--at", type=instant, help="not before this instant (ISO 8601 with zone)")
+    p.add_argument("--priority", type=int, default=0, help="higher is claimed first (default 0)")
+    p.set_defaults(func=cmd_enqueue)
+
+    p = sub.add_parser("job", parents=[dsn], help="a job's fate, on one line")
+    p.add_argument("id", type=job_id)
+    p.set_defaults(func=cmd_job)
+
+    p = sub.add_parser("stats", parents=[dsn], help="depth and lag by topic")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("cancel", parents=[dsn], help="cancel a job that is not finished")
+    p.add_argument("id", type=job_id)
+    p.set_defaults(func=cmd_cancel)
+
+    p = sub.add_parser("declare-topic", parents=[dsn], help="create a topic or set its settings")
+    p.add_argument("name")
+    p.add_argument("--max-attempts", type=positive_int, default=5, help="default 5")
+    p.add_argument("--backoff-base", type=parse_duration, help="first retry delay (default 1s)")
+    p.add_argument("--backoff-max", type=parse_duration, help="cap on retry delays (default 1m)")
+    p.add_argument("--retention", type=parse_duration, help="keep finished jobs (default 30d; 0s: forever)")
+    p.add_argument("--max-payload-bytes", type=positive_int, help="default 1048576")
+    p.add_argument("--no-notify", dest="notify", action="store_false",
+                   help="do not NOTIFY workers on enqueue (they poll)")
+    p.set_defaults(func=cmd_declare_topic)
+
+    for name, text in (("pause", "stop claims of a topic's jobs"), ("resume", "claim a paused topic again")):
+        p = sub.add_parser(name, parents=[dsn], help=text)
+        p.add_argument("topic")
+        p.set_defaults(func=cmd_pause)
+
+    p = sub.add_parser("deploy", parents=[dsn], help="apply the schema (sqitch, else psql)")
+    p.add_argument("--method", choices=["auto", "sqitch", "psql"], default="auto",
+                   help="sqitch deploy --verify, psql -f sql/install.sql, or auto (sqitch if present)")
+    p.add_argument("--root", type=Path, help="the brooq source tree (default: found from the package)")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the tool's output")
+    p.set_defaults(func=cmd_deploy)
+
+    p = sub.add_parser("demo", parents=[dsn],
+                       help="throwaway PostgreSQL, jobs enqueued from SQL, a worker with live progress")
+    p.add_argument("--jobs", type=positive_int, default=3000, help="about how many jobs (default 3000)")
+    p.add_argument("--timeout", type=parse_duration, default=timedelta(seconds=90),
+                   help="stop the worker after this long even if jobs remain (default 90s)")
+    p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
+                   help="live line in a terminal, log lines in a pipe (auto), or off")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("brooq")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace, TextIO], int] = args.func
+    try:
+        return func(args, out or sys.stdout)
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(f"brooq: error: {exc}\n")
+        return 2
+    except Failure as exc:
+        sys.stderr.write(f"brooq: error: {exc}\n")
+        return 1
+    except ConfigError as exc:
+        sys.stderr.write(f"brooq: error: invalid worker configuration: {'; '.join(exc.problems)}\n")
+        return 1
+    except (psycopg.Error, BrooqError) as exc:
+        sys.stderr.write(f"brooq: error: {describe(exc)}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("brooq: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,475 @@
+"""`brooq demo`: the queue end to end in about ten seconds.
+
+1. With no DSN, start a throwaway PostgreSQL (removed at the end).
+2. Deploy the schema (sqitch deploy --verify, else psql -f sql/install.sql).
+3. From SQL (psql when it is installed), in one transaction: declare the topics and
+   enqueue a few thousand jobs: plain ones, some that fail and then succeed on a
+   retry, some that fail on every attempt and go dead, some delayed, a few with
+   priority, and one long job.
+4. Run a brooq.Worker with live progress. A second connection cancels the long
+   job while it runs; its handler sees job.canceled and returns.
+5. When every job is terminal, stop the worker and print each job's fate grouped
+   by state (one SELECT: a job's fate is its own row) and the throughput.
+
+With --dsn it uses that database: its own topics (demo.*), and the jobs stay.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TextIO, TypeVar
+
+import psycopg
+
+import brooq
+from brooq.cli import describe, format_table
+from brooq.deploy import DeployError, deploy
+from brooq.pgcluster import Cluster
+from brooq.progress import Progress
+from brooq.snapshot import WorkerSnapshot
+
+H = TypeVar("H", bound=Callable[..., Any])
+
+# Topic settings, used both in the SQL that declares them and by the worker's
+# handlers (a worker declares its topics at start: the two must agree).
+TOPICS: dict[str, int] = {  # topic -> max_attempts
+    "demo.email": 5,
+    "demo.flaky": 5,
+    "demo.doomed": 3,
+    "demo.report": 1,
+}
+BACKOFF_BASE = timedelta(milliseconds=100)
+BACKOFF_MAX = timedelta(seconds=1)
+DELAY = timedelta(seconds=2)
+LEASE = timedelta(seconds=3)
+CONCURRENCY = 16
+
+
+@dataclass
+class Plan:
+    """How many jobs of each kind; the fates they must end in."""
+
+    email: int
+    flaky: int
+    doomed: int
+    delayed: int
+    vip: int
+    long: int = 1
+
+    @staticmethod
+    def for_total(total: int) -> Plan:
+        total = max(total, 20)
+        doomed = max(1, total * 2 // 100)
+        flaky = max(2, total * 8 // 100)
+        delayed = max(1, total * 5 // 100)
+        vip = 5
+        email = total - doomed - flaky - delayed - vip - 1
+        return Plan(email=email, flaky=flaky, doomed=doomed, delayed=delayed, vip=vip)
+
+    @property
+    def total(self) -> int:
+        return self.email + self.flaky + self.doomed + self.delayed + self.vip + self.long
+
+    def expected(self) -> dict[str, int]:
+        return {"done": self.email + self.flaky + self.delayed + self.vip,
+                "dead": self.doomed, "canceled": self.long}
+
+    def statements(self) -> list[tuple[str, str]]:
+        """(label, SQL) pairs: the declarations, then one enqueue per kind of job."""
+        backoff = (f"backoff_base => '{_interval(BACKOFF_BASE)}', "
+                   f"backoff_max => '{_interval(BACKOFF_MAX)}'")
+        out = [(f"topic {name}", _declare(name, max_attempts, backoff))
+               for name, max_attempts in TOPICS.items()]
+        long_payload = '{"report": "yearly", "seconds": 60}'
+        out += [
+            ("long", f"select id from brooq.enqueue('demo.report', '{long_payload}', priority => 20)"),
+            ("email", _many("demo.email", "'to', 'user' || i || '@example.com'", self.email)),
+            ("flaky", _many("demo.flaky", "'order', i, 'fail_times', 1 + i % 2", self.flaky)),
+            ("doomed", _many("demo.doomed", "'invoice', i", self.doomed)),
+            ("delayed", _many("demo.email", "'to', 'later' || i || '@example.com'", self.delayed,
+                              f", delay => '{_interval(DELAY)}'")),
+            ("vip", _many("demo.email", "'to', 'vip' || i || '@example.com'", self.vip,
+                          ", priority => 10")),
+        ]
+        return out
+
+
+def _declare(name: str, max_attempts: int, backoff: str) -> str:
+    return f"select name from brooq.declare_topic('{name}', max_attempts => {max_attempts}, {backoff})"
+
+
+def _many(topic: str, fields: str, count: int, options: str = "") -> str:
+    """enqueue_many of `count` payloads built by jsonb_build_object(fields) over i = 1..count."""
+    return (f"select id from brooq.enqueue_many('{topic}', array(select jsonb_build_object({fields})"
+            f" from generate_series(1, {count}) as i){options})")
+
+
+def _interval(value: timedelta) -> str:
+    ms = int(value.total_seconds() * 1000)
+    return f"{ms} milliseconds" if ms % 1000 else f"{ms // 1000} seconds"
+
+
+@dataclass
+class Enqueued:
+    ids: dict[str, list[int]] = field(default_factory=dict)
+    tool: str = ""
+    seconds: float = 0.0
+
+    @property
+    def all(self) -> list[int]:
+        return [i for label, ids in self.ids.items() if not label.startswith("topic ") for i in ids]
+
+
+def enqueue_from_sql(dsn: str, plan: Plan) -> Enqueued:
+    """Run the plan's SQL in one transaction: through psql if installed, else psycopg."""
+    result = Enqueued()
+    started = time.monotonic()
+    statements = plan.statements()
+    if shutil.which("psql"):
+        script = "\n".join(f"\\echo #{label}\n{sql};" for label, sql in statements)
+        done = subprocess.run(
+            ["psql", "-X", "-q", "-A", "-t", "-1", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", "-"],
+            input=script, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"psql failed: {done.stderr.strip()}")
+        label = ""
+        for line in done.stdout.splitlines():
+            if line.startswith("#"):
+                label = line[1:]
+                result.ids[label] = []
+            elif line.strip() and line.strip().isdigit():
+                result.ids[label].append(int(line))
+            elif line.strip():
+                result.ids[label].append(0)  # a declared topic's name
+        result.tool = "psql"
+    else:
+        with psycopg.connect(dsn) as conn, conn.transaction():
+            for label, sql in statements:
+                rows = conn.execute(sql.encode()).fetchall()
+                result.ids[label] = [r[0] if isinstance(r[0], int) else 0 for r in rows]
+        result.tool = "psycopg"
+    result.seconds = time.monotonic() - started
+    return result
+
+
+class Demo:
+    """One run of the demo against a database that has brooq deployed."""
+
+    def __init__(self, dsn: str, plan: Plan, out: TextIO, *, timeout: float,
+                 progress: str = "auto") -> None:
+        self.dsn = dsn
+        self.plan = plan
+        self.out = out
+        self.timeout = timeout
+        self.progress_mode = progress
+        self.progress: Progress | None = None
+        self.long_id = 0
+        self.finished = threading.Event()
+        self.timed_out = False
+        self.error: BaseException | None = None
+        self.enqueued = Enqueued()
+
+    def say(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress.note(message)
+        else:
+            self.out.write(message + "\n")
+            self.out.flush()
+
+    # --- the handlers --------------------------------------------------------------
+
+    def build_worker(self) -> brooq.Worker:
+        worker = brooq.Worker(self.dsn, concurrency=CONCURRENCY, lease=LEASE,
+                              poll_interval=timedelta(milliseconds=200), name="demo-worker",
+                              shutdown_grace=timedelta(seconds=5))
+
+        def handles(topic: str, timeout: timedelta = timedelta(minutes=1)) -> Callable[[H], H]:
+            return worker.handler(topic, max_attempts=TOPICS[topic], backoff_base=BACKOFF_BASE,
+                                  backoff_max=BACKOFF_MAX, timeout=timeout)
+
+        @handles("demo.email")
+        def send_email(job: brooq.Job) -> object:
+            time.sleep(random.uniform(0, 0.002))  # the mail server answers
+            return {"sent": True}
+
+        @handles("demo.flaky")
+        def charge(job: brooq.Job) -> object:
+            fail_times = int(job.payload["fail_times"])
+            if job.attempt <= fail_times:
+                raise ConnectionError(f"payment gateway timed out on attempt {job.attempt}")
+            return {"charged": job.payload["order"], "attempt": job.attempt}
+
+        @handles("demo.doomed")
+        def invoice(job: brooq.Job) -> object:
+            raise ValueError(f"invoice {job.payload['invoice']}: no such customer")
+
+        @handles("demo.report", timeout=timedelta(minutes=5))
+        def report(job: brooq.Job) -> object:
+            started = time.monotonic()
+            if job.canceled.wait(float(job.payload["seconds"])):
+                self.say(f"  job {job.id}: its handler saw job.canceled after "
+                         f"{time.monotonic() - started:.1f}s in flight and returned")
+                return None
+            return {"pages": 12}
+
+        return worker
+
+    # --- the two helper connections -------------------------------------------------
+
+    def cancel_long_job(self) -> None:
+        """From a second connection: wait until the long job runs, then cancel it."""
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                while not self.finished.is_set():
+                    row = conn.execute("select state from brooq.job where id = %s",
+                                       [self.long_id]).fetchone()
+                    if row and row[0] == "processing":
+                        break
+                    time.sleep(0.05)
+                else:
+                    return
+                time.sleep(1.0)
+                canceled = brooq.cancel(conn, self.long_id)
+                self.say(f"  job {self.long_id} (demo.report) is running; a second connection "
+                         f"ran select brooq.cancel({self.long_id}) -> {str(canceled).lower()}")
+        except Exception as exc:  # noqa: BLE001 - reported, and the demo goes on
+            self.say(f"  cancel failed: {describe(exc)}")
+
+    def watch(self, worker: brooq.Worker, ids: list[int]) -> None:
+        """Stop the worker once every job is terminal, or at the timeout."""
+        deadline = time.monotonic() + self.timeout
+        query = ("select count(*) from brooq.job where id = any(%s)"
+                 " and state not in ('done', 'dead', 'canceled')")
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                while time.monotonic() < deadline:
+                    row = conn.execute(query, [ids]).fetchone()
+                    if row is not None and row[0] == 0:
+                        break
+                    time.sleep(0.1)
+                else:
+                    self.timed_out = True
+        except Exception as exc:  # noqa: BLE001
+            self.error = exc
+        finally:
+            self.finished.set()
+            worker.stop()
+
+    # --- the run ----------------------------------------------------------------------
+
+    def run(self) -> int:
+        plan = self.plan
+        enqueued = self.enqueued = enqueue_from_sql(self.dsn, plan)
+        ids = enqueued.all
+        self.long_id = enqueued.ids["long"][0]
+        self.out.write(f"* declared {len(TOPICS)} topics and enqueued {len(ids)} jobs from SQL "
+                       f"({enqueued.tool}, one transaction, {enqueued.seconds:.2f}s):\n")
+        for label, sql in plan.statements():
+            if not label.startswith("topic "):
+                self.out.write(f"    {sql};  -- {len(enqueued.ids[label])} {_describe_kind(label)}\n")
+        self.out.write(f"* worker: {CONCURRENCY} handlers at once, lease {LEASE.total_seconds():g}s; "
+                       "running until every job is done, dead or canceled\n")
+        self.out.flush()
+
+        worker = self.build_worker()
+        live = {"auto": None, "live": True, "log": False, "off": False}[self.progress_mode]
+        # With progress off it still runs, unseen, for the peak rate.
+        meter = Progress(worker.snapshot, self.out if self.progress_mode != "off" else io.StringIO(),
+                         live=live, log_every=1.0, window=1.0, prefix="  ")
+        if self.progress_mode != "off":
+            self.progress = meter
+        watcher = threading.Thread(target=self.watch, args=(worker, ids), daemon=True)
+        canceler = threading.Thread(target=self.cancel_long_job, daemon=True)
+        started = time.monotonic()
+        meter.start()
+        watcher.start()
+        canceler.start()
+        try:
+            worker.run()
+        finally:
+            self.finished.set()
+            elapsed = time.monotonic() - started
+            self.progress = None
+            reading = meter.stop()
+            watcher.join(timeout=5)
+            canceler.join(timeout=5)
+        if self.error is not None:
+            raise self.error
+        if self.timed_out:
+            self.out.write(f"* timeout: not every job was terminal after {self.timeout:g}s\n")
+        else:
+            self.out.write(f"* every job is terminal after {elapsed:.1f}s; worker stopped\n")
+        snap = worker.snapshot()
+        return self.report(ids, snap, elapsed, reading.peak if reading else 0.0)
+
+    def report(self, ids: list[int], snap: WorkerSnapshot, elapsed: float, peak: float) -> int:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            by_state = conn.execute(FATE_BY_STATE, [ids]).fetchall()
+            by_topic = conn.execute(FATE_BY_TOPIC, [ids]).fetchall()
+            extra = conn.execute(DELAYED_AND_VIP, {"ids": ids, "delayed": self.plan_ids("delayed"),
+                                                   "vip": self.plan_ids("vip")}).fetchone()
+        order = {s: i for i, s in enumerate(("done", "dead", "canceled", "failed", "pending",
+                                              "processing"))}
+        by_state.sort(key=lambda r: order.get(r[0], 99))
+        self.out.write(f"\nfate of the {len(ids)} jobs by state (one SELECT on brooq.job: "
+                       "a job's fate is its own row)\n")
+        self.out.write(format_table(
+            ["state", "jobs", "avg attempts", "example last_error"],
+            [[r[0], r[1], f"{r[2]:.2f}", _cut(r[3])] for r in by_state]) + "\n\n")
+        self.out.write(format_table(
+            ["topic", "jobs", "done", "dead", "canceled", "other", "avg attempts"],
+            [[r[0], r[1], r[2], r[3], r[4], r[5], f"{r[6]:.2f}"] for r in by_topic]) + "\n\n")
+        if extra is not None:
+            delayed_after, vip_rank, email_done = extra
+            if delayed_after is not None:
+                self.out.write(f"delayed: the {len(self.plan_ids('delayed'))} jobs enqueued with "
+                               f"delay => '{_interval(DELAY)}' finished {delayed_after:.1f}s or more "
+                               "after their enqueue\n")
+            if vip_rank is not None:
+                self.out.write(f"priority: the {len(self.plan_ids('vip'))} jobs enqueued last with "
+                               f"priority => 10 were among the first {vip_rank} of the "
+                               f"{email_done} demo.email jobs to finish\n")
+        attempts = snap.done + snap.failed + snap.retried + snap.dead + snap.canceled
+        rate = len(ids) / elapsed if elapsed > 0 else 0.0
+        self.out.write(f"throughput: {rate:.0f} jobs/s overall ({len(ids)} jobs, {attempts} "
+                       f"attempts in {elapsed:.1f}s, retry backoffs and the {_interval(DELAY)} "
+                       f"delay included); peak {peak:.0f} attempts/s over 1s\n")
+        counts = {r[0]: int(r[1]) for r in by_state}
+        expected = self.plan.expected()
+        wrong = {s: (counts.get(s, 0), n) for s, n in expected.items() if counts.get(s, 0) != n}
+        if wrong or self.timed_out:
+            detail = ", ".join(f"{s} {got} (expected {want})" for s, (got, want) in wrong.items())
+            self.out.write(f"unexpected fates: {detail or 'timeout'}\n")
+            return 1
+        self.out.write(f"as expected: done {expected['done']}, dead {expected['dead']}, "
+                       f"canceled {expected['canceled']}\n")
+        return 0
+
+    def plan_ids(self, label: str) -> list[int]:
+        return self.enqueued.ids.get(label, [])
+
+
+FATE_BY_STATE = """
+select state, count(*), avg(attempts)::float8,
+       (array_agg(last_error order by id) filter (where last_error is not null))[1]
+  from brooq.job
+ where id = any(%s)
+ group by state
+"""
+
+FATE_BY_TOPIC = """
+select topic, count(*),
+       count(*) filter (where state = 'done'),
+       count(*) filter (where state = 'dead'),
+       count(*) filter (where state = 'canceled'),
+       count(*) filter (where state not in ('done', 'dead', 'canceled')),
+       avg(attempts)::float8
+  from brooq.job
+ where id = any(%s)
+ group by topic
+ order by topic
+"""
+
+# How long after enqueue the delayed jobs finished at the earliest, and by which
+# rank (in finishing order among the demo.email jobs) the last priority job was done.
+DELAYED_AND_VIP = """
+with email as (
+    select id, rank() over (order by updated_at, id) as rank
+      from brooq.job
+     where id = any(%(ids)s) and topic = 'demo.email' and state = 'done'
+)
+select (select extract(epoch from min(updated_at - created_at))::float8
+          from brooq.job where id = any(%(delayed)s)),
+       (select max(rank) from email where id = any(%(vip)s)),
+       (select count(*) from email)
+"""
+
+
+def _describe_kind(label: str) -> str:
+    return {
+        "long": "long job, canceled while it runs",
+        "email": "succeed at once",
+        "flaky": "fail once or twice, then succeed",
+        "doomed": "fail every attempt: dead after 3",
+        "delayed": f"delayed {DELAY.total_seconds():g}s",
+        "vip": "enqueued last, claimed first",
+    }.get(label, "jobs")
+
+
+def _cut(text: str | None, width: int = 60) -> str:
+    if not text:
+        return "-"
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _safe_dsn(dsn: str) -> str:
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "(the DSN given)"
+    if "password" in params:
+        params["password"] = "***"
+    return psycopg.conninfo.make_conninfo(**params)  # type: ignore[arg-type]
+
+
+def prepare(dsn: str, out: TextIO) -> None:
+    """Deploy the schema unless it is there already."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("select to_regnamespace('brooq') is not null").fetchone()
+    if row and row[0]:
+        out.write("* schema brooq is already deployed in this database: using it\n")
+        return
+    done = deploy(dsn)
+    changes = sum(1 for line in done.output.splitlines() if line.lstrip().startswith("+ "))
+    how = (f"sqitch deploy --verify ({changes} changes)" if done.method == "sqitch"
+           else "psql -f sql/install.sql")
+    out.write(f"* deployed the schema with {how}\n")
+
+
+def run_demo(dsn: str | None, *, jobs: int = 3000, timeout: float = 90.0,
+             out: TextIO | None = None, progress: str = "auto") -> int:
+    """The demo; returns the exit status (0: every job ended as planned)."""
+    out = out or sys.stdout
+    plan = Plan.for_total(jobs)
+    out.write("brooq demo: a job queue that lives in PostgreSQL\n")
+    cluster: Cluster | None = None
+    try:
+        if dsn is None:
+            cluster = Cluster(durable=True)
+            out.write(f"* starting a throwaway PostgreSQL on 127.0.0.1:{cluster.port} in "
+                      f"{cluster.root} (stopped and removed at the end)\n")
+            out.flush()
+            cluster.start()
+            dsn = cluster.dsn
+        else:
+            out.write(f"* using {_safe_dsn(dsn)}: topics demo.*, jobs are left in place\n")
+        prepare(dsn, out)
+        demo = Demo(dsn, plan, out, timeout=timeout, progress=progress)
+        return demo.run()
+    except (DeployError, RuntimeError) as exc:
+        out.write(f"brooq demo: error: {exc}\n")
+        return 1
+    except psycopg.Error as exc:
+        out.write(f"brooq demo: error: {describe(exc)}\n")
+        return 1
+    finally:
+        if cluster is not None:
+            cluster.stop()
+            out.write("* stopped and removed the throwaway PostgreSQL\n")
+        out.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from brooq.cli import main as cli_main
+
+    return cli_main(["demo", *(argv if argv is not None else sys.argv[1:])])

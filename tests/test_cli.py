@@ -1,0 +1,405 @@
+"""The `brooq` command, run as a real subprocess against a real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conftest import ROOT, Server
+
+BIN = Path(sys.executable).parent / "brooq"
+COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.cli"]
+
+
+def brooq(*args: str, dsn: str | None = None, env: dict[str, str] | None = None,
+          cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the brooq command; --dsn first when given."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")}
+    full_env |= env or {}
+    argv = [*COMMAND, *args] + (["--dsn", dsn] if dsn else [])
+    return subprocess.run(argv, capture_output=True, text=True, env=full_env, cwd=cwd,
+                          timeout=timeout, check=False)
+
+
+def declare(dsn: str, topic: str = "mail") -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic(%s)", [topic])
+
+
+def fate(dsn: str, job_id: int) -> tuple[str, int]:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("select state, attempts from brooq.job where id = %s", [job_id]).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def enqueued_id(stdout: str) -> int:
+    match = re.fullmatch(r"id=(\d+) created=(true|false)\n", stdout)
+    assert match, stdout
+    return int(match.group(1))
+
+
+# --- enqueue, job, cancel, stats ---------------------------------------------------
+
+def test_enqueue_prints_the_id_and_whether_it_was_created(db: str) -> None:
+    declare(db)
+    first = brooq("enqueue", "mail", '{"to": "ann@example.com"}', "--key", "k1", dsn=db)
+    assert first.returncode == 0, first.stderr
+    job_id = enqueued_id(first.stdout)
+    assert first.stdout.endswith("created=true\n")
+    again = brooq("enqueue", "mail", '{"to": "someone else"}', "--key", "k1", dsn=db)
+    assert again.stdout == f"id={job_id} created=false\n"
+    with psycopg.connect(db) as conn:
+        row = conn.execute("select payload, state from brooq.job where id = %s", [job_id]).fetchone()
+    assert row == ({"to": "ann@example.com"}, "pending")
+
+
+def test_enqueue_delay_and_priority_reach_the_row(db: str) -> None:
+    declare(db)
+    done = brooq("enqueue", "mail", "{}", "--delay", "1h", "--priority", "7", dsn=db)
+    job_id = enqueued_id(done.stdout)
+    with psycopg.connect(db) as conn:
+        row = conn.execute("select priority, available_at - created_at from brooq.job where id = %s",
+                           [job_id]).fetchone()
+    assert row is not None
+    assert row[0] == 7
+    assert abs(row[1].total_seconds() - 3600) < 1
+
+
+def test_dsn_comes_from_brooq_dsn(db: str) -> None:
+    declare(db)
+    done = brooq("enqueue", "mail", "[1, 2]", env={"BROOQ_DSN": db})
+    assert done.returncode == 0, done.stderr
+    assert fate(db, enqueued_id(done.stdout)) == ("pending", 0)
+
+
+def test_job_prints_its_fate_on_one_line(db: str) -> None:
+    declare(db)
+    job_id = enqueued_id(brooq("enqueue", "mail", '{"n": 1}', "--priority", "3", dsn=db).stdout)
+    done = brooq("job", str(job_id), dsn=db)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 1
+    assert done.stdout.startswith(f"job {job_id} topic=mail state=pending attempts=0/5 priority=3 ")
+    assert "created=" in done.stdout and "available=" in done.stdout
+
+
+def test_job_shows_result_and_last_error(db: str) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('mail', backoff_base => '1 millisecond',"
+                     " backoff_max => '1 millisecond')")
+    job_id = enqueued_id(brooq("enqueue", "mail", "{}", dsn=db).stdout)
+    settle = ("select brooq.settle(job_id => %s, worker => 'w', lease_token => %s, outcome => %s,"
+              " error => %s, result => %s)")
+    with psycopg.connect(db, autocommit=True) as conn:
+        for outcome, error, result in (("failed", "TimeoutError: smtp", None),
+                                       ("done", None, '{"sent": true}')):
+            time.sleep(0.01)
+            token = conn.execute("select lease_token from brooq.claim('w', array['mail'])").fetchone()
+            assert token is not None
+            conn.execute(settle, [job_id, token[0], outcome, error, result])
+    done = brooq("job", str(job_id), dsn=db)
+    assert "state=done attempts=2/5" in done.stdout
+    assert 'result={"sent":true}' in done.stdout
+    assert 'last_error="TimeoutError: smtp"' in done.stdout
+
+
+def test_job_not_found_exits_1(db: str) -> None:
+    done = brooq("job", "999999", dsn=db)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == "brooq: error: job 999999 not found (never enqueued, or purged)\n"
+
+
+def test_cancel_a_pending_job_then_again(db: str) -> None:
+    declare(db)
+    job_id = enqueued_id(brooq("enqueue", "mail", "{}", dsn=db).stdout)
+    first = brooq("cancel", str(job_id), dsn=db)
+    assert (first.returncode, first.stdout) == (0, f"canceled job {job_id}\n")
+    assert fate(db, job_id) == ("canceled", 0)
+    again = brooq("cancel", str(job_id), dsn=db)
+    assert again.returncode == 1
+    assert "not canceled: already finished" in again.stdout
+    unknown = brooq("cancel", "424242", dsn=db)
+    assert unknown.returncode == 1 and "not canceled" in unknown.stdout
+
+
+def test_stats_shows_depth_by_topic(db: str) -> None:
+    declare(db, "mail")
+    declare(db, "sms")
+    for _ in range(3):
+        brooq("enqueue", "mail", "{}", dsn=db)
+    brooq("enqueue", "sms", "{}", "--delay", "1h", dsn=db)
+    done = brooq("stats", dsn=db)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["topic", "paused", "pending", "failed", "ready", "scheduled",
+                                "processing", "expired", "oldest", "ready"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
+    assert rows["mail"][:7] == ["no", "3", "0", "3", "0", "0", "0"]
+    assert re.fullmatch(r"\d+ms|\d+\.\ds", rows["mail"][7])  # age of the oldest ready job
+    assert rows["sms"] == ["no", "1", "0", "0", "1", "0", "0", "-"]
+
+
+def test_stats_without_topics(db: str) -> None:
+    done = brooq("stats", dsn=db)
+    assert (done.returncode, done.stdout) == (0, "no topics yet: declare one with brooq declare-topic NAME\n")
+
+
+def test_declare_topic_pause_and_resume(db: str) -> None:
+    done = brooq("declare-topic", "reports", "--max-attempts", "3", "--backoff-base", "200ms",
+                 "--backoff-max", "10s", "--retention", "7d", dsn=db)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ("declared topic reports: max_attempts=3 backoff_base=200ms backoff_max=10.0s"
+                           " retention=7.0d max_payload_bytes=1048576 notify=on\n")
+    assert brooq("pause", "reports", dsn=db).stdout == "paused topic reports\n"
+    assert brooq("pause", "reports", dsn=db).stdout == "topic reports was already paused\n"
+    assert brooq("stats", dsn=db).stdout.splitlines()[2].split()[:2] == ["reports", "yes"]
+    assert brooq("resume", "reports", dsn=db).stdout == "resumed topic reports\n"
+    with psycopg.connect(db) as conn:
+        assert conn.execute("select paused from brooq.topic where name = 'reports'").fetchone() == (False,)
+
+
+# --- errors ------------------------------------------------------------------------
+
+def test_bad_json_is_one_clear_line_and_exit_1(db: str) -> None:
+    declare(db)
+    done = brooq("enqueue", "mail", "{to: ann}", dsn=db)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith("brooq: error: the payload is not valid JSON: ")
+    assert "'{to: ann}'" in done.stderr
+
+
+def test_unknown_topic_names_the_topic_and_the_sqlstate(db: str) -> None:
+    done = brooq("enqueue", "nope", "{}", dsn=db)
+    assert done.returncode == 1
+    assert done.stderr == ('brooq: error: topic "nope" does not exist [42704 undefined_object]; '
+                           "hint: Declare it first with brooq.declare_topic(name => ...).\n")
+
+
+def test_oversize_payload_is_program_limit_exceeded(db: str) -> None:
+    brooq("declare-topic", "tiny", "--max-payload-bytes", "64", dsn=db)
+    done = brooq("enqueue", "tiny", json.dumps({"text": "x" * 200}), dsn=db)
+    assert done.returncode == 1
+    assert "[54000 program_limit_exceeded]" in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_bad_topic_name_is_invalid_parameter_value(db: str) -> None:
+    done = brooq("declare-topic", "Bad Name", dsn=db)
+    assert done.returncode == 1
+    assert done.stderr.startswith('brooq: error: invalid topic name "Bad Name" [22023 invalid_parameter_value]')
+
+
+def test_pause_unknown_topic(db: str) -> None:
+    done = brooq("pause", "ghost", dsn=db)
+    assert done.returncode == 1
+    assert '"ghost" does not exist [42704 undefined_object]' in done.stderr
+
+
+def test_usage_errors_exit_2(db: str) -> None:
+    no_dsn = brooq("stats")
+    assert no_dsn.returncode == 2
+    assert "brooq: error: no database given: pass --dsn postgresql://... or set BROOQ_DSN" in no_dsn.stderr
+    bad_delay = brooq("enqueue", "mail", "{}", "--delay", "5", dsn=db)
+    assert bad_delay.returncode == 2
+    assert "needs a unit" in bad_delay.stderr
+    bad_id = brooq("job", "abc", dsn=db)
+    assert bad_id.returncode == 2 and "a job id is a number" in bad_id.stderr
+    assert brooq().returncode == 2
+
+
+def test_unreachable_database_is_one_line(server: Server) -> None:
+    done = brooq("stats", dsn="postgresql://postgres@127.0.0.1:1/nothing?connect_timeout=2")
+    assert done.returncode == 1
+    assert done.stderr.startswith("brooq: error: cannot connect to the database: ")
+    assert done.stderr.count("\n") == 1
+
+
+# --- deploy ------------------------------------------------------------------------
+
+@pytest.fixture
+def empty_db(server: Server) -> Iterator[str]:
+    name = f"brooq_empty_{uuid.uuid4().hex[:10]}"
+    dsn = server.create_db(name)
+    try:
+        yield dsn
+    finally:
+        server.drop_db(name)
+
+
+def has_brooq(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("select to_regprocedure('brooq.claim(text, text[], integer, interval)')"
+                           " is not null").fetchone()
+    return bool(row and row[0])
+
+
+def test_deploy_with_sqitch_into_an_empty_database(empty_db: str) -> None:
+    done = brooq("deploy", dsn=empty_db)
+    assert done.returncode == 0, done.stderr
+    changes = sum(1 for line in (ROOT / "sqitch.plan").read_text().splitlines()
+                  if line and not line.startswith(("%", "#", "@")))
+    assert done.stdout == f"deployed {changes} changes with sqitch deploy --verify\n"
+    assert has_brooq(empty_db)
+    again = brooq("deploy", dsn=empty_db)
+    assert again.stdout == "nothing to deploy: the schema is up to date (sqitch)\n"
+
+
+def test_deploy_with_psql(empty_db: str) -> None:
+    done = brooq("deploy", "--method", "psql", dsn=empty_db)
+    assert (done.returncode, done.stdout) == (0, "deployed sql/install.sql with psql\n"), done.stderr
+    assert has_brooq(empty_db)
+    again = brooq("deploy", "--method", "psql", dsn=empty_db)  # the install file is for a fresh database
+    assert again.returncode == 1
+    assert again.stderr.startswith("brooq: error: psql failed (exit 3): ")
+    assert 'schema "brooq" already exists' in again.stderr
+
+
+def test_deploy_without_schema_files_says_what_is_missing(empty_db: str, tmp_path: Path) -> None:
+    done = brooq("deploy", "--root", str(tmp_path), dsn=empty_db)
+    assert done.returncode == 1
+    assert done.stderr.startswith("brooq: error: cannot deploy: need the sqitch command and ")
+    assert f"missing: {tmp_path}/sqitch.plan, {tmp_path}/sql/install.sql" in done.stderr
+    assert not has_brooq(empty_db)
+
+
+# --- worker ------------------------------------------------------------------------
+
+WORKER_MODULE = """
+    import brooq
+
+    worker = brooq.Worker(poll_interval=__import__("datetime").timedelta(milliseconds=100))
+
+    @worker.handler("cli.echo")
+    def echo(job: brooq.Job) -> object:
+        if job.payload.get("fail"):
+            raise ValueError("asked to fail")
+        return {"echo": job.payload, "concurrency": worker.config.concurrency}
+
+    def make_worker() -> brooq.Worker:
+        return worker
+
+    not_a_worker = 42
+"""
+
+
+@pytest.fixture
+def worker_app(tmp_path: Path) -> Path:
+    (tmp_path / "cliapp.py").write_text(textwrap.dedent(WORKER_MODULE))
+    return tmp_path
+
+
+def wait_for(predicate: object, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting")
+
+
+def count_states(dsn: str) -> dict[str, int]:
+    with psycopg.connect(dsn) as conn:
+        return dict(conn.execute("select state, count(*) from brooq.job group by state").fetchall())
+
+
+def test_worker_runs_a_module_object_and_logs_progress_in_a_pipe(db: str, worker_app: Path) -> None:
+    declare(db, "cli.echo")
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.enqueue_many('cli.echo', array(select jsonb_build_object('n', i)"
+                     " from generate_series(1, 50) i))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")}
+    proc = subprocess.Popen([*COMMAND, "worker", "cliapp:worker", "--dsn", db, "--concurrency", "3",
+                             "--lease", "5s", "--progress", "log"],
+                            cwd=worker_app, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        wait_for(lambda: count_states(db).get("done") == 50)
+        time.sleep(0.3)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    with psycopg.connect(db) as conn:
+        result = conn.execute("select result from brooq.job order by id limit 1").fetchone()
+    assert result == ({"echo": {"n": 1}, "concurrency": 3},)  # --concurrency reached the worker
+    lines = [line for line in err.splitlines() if "jobs/s" in line]
+    assert lines, err
+    assert re.search(r"jobs/s \| done 50 \| failed/retrying 0 \| dead 0 \| canceled 0 \| in flight 0",
+                     lines[-1]), lines[-1]
+    assert "\r" not in err  # a pipe gets plain lines
+
+
+def test_worker_in_a_terminal_shows_one_refreshing_line(db: str, worker_app: Path) -> None:
+    declare(db, "cli.echo")
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.enqueue_many('cli.echo', array(select jsonb_build_object('n', i)"
+                     " from generate_series(1, 20) i))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")} | {"BROOQ_DSN": db}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*COMMAND, "worker", "cliapp:make_worker"], cwd=worker_app, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    screen = b""
+    try:
+        wait_for(lambda: count_states(db).get("done") == 20)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                screen += os.read(master, 65536)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        try:
+            while select.select([master], [], [], 0.2)[0]:
+                screen += os.read(master, 65536)
+        except OSError:
+            pass
+        os.close(master)
+    assert proc.returncode == 0
+    text = screen.decode(errors="replace")
+    assert text.count("\r\x1b[2K") >= 3  # the same line, redrawn
+    assert "done 20 | failed/retrying 0" in text
+
+
+def test_worker_object_that_is_not_a_worker(db: str, worker_app: Path) -> None:
+    number = brooq("worker", "cliapp:not_a_worker", dsn=db, cwd=worker_app)
+    assert (number.returncode, number.stderr) == (1, (
+        "brooq: error: cliapp:not_a_worker is a int, not a brooq.Worker"
+        " (OBJECT is a brooq.Worker or a callable returning one)\n"))
+    handler = brooq("worker", "cliapp:echo", dsn=db, cwd=worker_app)
+    assert (handler.returncode, handler.stderr) == (1, (
+        "brooq: error: calling cliapp:echo() failed: TypeError: echo() missing 1 required"
+        " positional argument: 'job'\n"))
+    missing = brooq("worker", "nomodule:worker", dsn=db, cwd=worker_app)
+    assert missing.returncode == 1 and "cannot import 'nomodule'" in missing.stderr
+    no_attr = brooq("worker", "cliapp:nothing", dsn=db, cwd=worker_app)
+    assert (no_attr.returncode, no_attr.stderr) == (1, "brooq: error: module 'cliapp' has no 'nothing'\n")
+    usage = brooq("worker", "cliapp", dsn=db, cwd=worker_app)
+    assert usage.returncode == 2 and "use MODULE:OBJECT" in usage.stderr
+
+
+def test_worker_bad_configuration_lists_every_problem(db: str, worker_app: Path) -> None:
+    done = brooq("worker", "cliapp:worker", "--lease", "100ms", dsn=db, cwd=worker_app,
+                 env={"BROOQ_POLL_INTERVAL": "5"})
+    assert done.returncode == 1
+    assert done.stderr.startswith("brooq: error: invalid worker configuration: ")
+    assert "lease" in done.stderr and "BROOQ_POLL_INTERVAL" in done.stderr
+    assert done.stderr.count("\n") == 1
