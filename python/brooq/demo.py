@@ -177,6 +177,7 @@ class Demo:
         self.timed_out = False
         self.error: BaseException | None = None
         self.enqueued = Enqueued()
+        self.interrupted = False
 
     def say(self, message: str) -> None:
         if self.progress is not None:
@@ -247,21 +248,18 @@ class Demo:
     def watch(self, worker: brooq.Worker, ids: list[int]) -> None:
         """Stop the worker once every job is terminal, or at the timeout."""
         deadline = time.monotonic() + self.timeout
-        query = ("select count(*) from brooq.job where id = any(%s)"
-                 " and state not in ('done', 'dead', 'canceled')")
         try:
             with psycopg.connect(self.dsn, autocommit=True) as conn:
-                while time.monotonic() < deadline:
-                    row = conn.execute(query, [ids]).fetchone()
-                    if row is not None and row[0] == 0:
+                while not self.finished.is_set():
+                    if unfinished(conn, ids) == 0:
                         break
-                    time.sleep(0.1)
-                else:
-                    self.timed_out = True
+                    if time.monotonic() > deadline:
+                        self.timed_out = True
+                        break
+                    self.finished.wait(0.1)
         except Exception as exc:  # noqa: BLE001
             self.error = exc
         finally:
-            self.finished.set()
             worker.stop()
 
     # --- the run ----------------------------------------------------------------------
@@ -304,10 +302,16 @@ class Demo:
             canceler.join(timeout=5)
         if self.error is not None:
             raise self.error
-        if self.timed_out:
-            self.out.write(f"* timeout: not every job was terminal after {self.timeout:g}s\n")
-        else:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            left = unfinished(conn, ids)
+        if left == 0:
             self.out.write(f"* every job is terminal after {elapsed:.1f}s; worker stopped\n")
+        elif self.timed_out:
+            self.out.write(f"* timeout: {left} jobs not finished after {self.timeout:g}s; worker stopped\n")
+        else:
+            self.out.write(f"* worker stopped after {elapsed:.1f}s (interrupted) with {left} jobs "
+                           "not finished\n")
+        self.interrupted = left > 0 and not self.timed_out
         snap = worker.snapshot()
         return self.report(ids, snap, elapsed, reading.peak if reading else 0.0)
 
@@ -338,17 +342,21 @@ class Demo:
                 self.out.write(f"priority: the {len(self.plan_ids('vip'))} jobs enqueued last with "
                                f"priority => 10 were among the first {vip_rank} of the "
                                f"{email_done} demo.email jobs to finish\n")
-        attempts = snap.done + snap.failed + snap.retried + snap.dead + snap.canceled
-        rate = len(ids) / elapsed if elapsed > 0 else 0.0
-        self.out.write(f"throughput: {rate:.0f} jobs/s overall ({len(ids)} jobs, {attempts} "
+        attempts = (snap.done + snap.failed + snap.retried + snap.dead + snap.canceled
+                    + snap.lease_lost)
+        finished = sum(int(r[1]) for r in by_state if r[0] in ("done", "dead", "canceled"))
+        rate = finished / elapsed if elapsed > 0 else 0.0
+        self.out.write(f"throughput: {rate:.0f} jobs/s overall ({finished} jobs finished, {attempts} "
                        f"attempts in {elapsed:.1f}s, retry backoffs and the {_interval(DELAY)} "
                        f"delay included); peak {peak:.0f} attempts/s over 1s\n")
+        if self.interrupted:
+            return 130
         counts = {r[0]: int(r[1]) for r in by_state}
         expected = self.plan.expected()
         wrong = {s: (counts.get(s, 0), n) for s, n in expected.items() if counts.get(s, 0) != n}
-        if wrong or self.timed_out:
+        if wrong:
             detail = ", ".join(f"{s} {got} (expected {want})" for s, (got, want) in wrong.items())
-            self.out.write(f"unexpected fates: {detail or 'timeout'}\n")
+            self.out.write(f"not as planned: {detail}\n")
             return 1
         self.out.write(f"as expected: done {expected['done']}, dead {expected['dead']}, "
                        f"canceled {expected['canceled']}\n")
@@ -356,6 +364,13 @@ class Demo:
 
     def plan_ids(self, label: str) -> list[int]:
         return self.enqueued.ids.get(label, [])
+
+
+def unfinished(conn: psycopg.Connection[Any], ids: list[int]) -> int:
+    """How many of these jobs are not terminal yet."""
+    row = conn.execute("select count(*) from brooq.job where id = any(%s)"
+                       " and state not in ('done', 'dead', 'canceled')", [ids]).fetchone()
+    return int(row[0]) if row else 0
 
 
 FATE_BY_STATE = """
@@ -388,7 +403,7 @@ with email as (
      where id = any(%(ids)s) and topic = 'demo.email' and state = 'done'
 )
 select (select extract(epoch from min(updated_at - created_at))::float8
-          from brooq.job where id = any(%(delayed)s)),
+          from brooq.job where id = any(%(delayed)s) and state = 'done'),
        (select max(rank) from email where id = any(%(vip)s)),
        (select count(*) from email)
 """
