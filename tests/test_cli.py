@@ -163,8 +163,12 @@ def test_declare_topic_pause_and_resume(db: str) -> None:
     done = brooq("declare-topic", "reports", "--max-attempts", "3", "--backoff-base", "200ms",
                  "--backoff-max", "10s", "--retention", "7d", dsn=db)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == ("declared topic reports: max_attempts=3 backoff_base=200ms backoff_max=10.0s"
-                           " retention=7.0d max_payload_bytes=1048576 notify=on\n")
+    assert done.stdout == ("declared topic reports: max_attempts=3 backoff_base=200ms backoff_max=10s"
+                           " retention=7d max_payload_bytes=1048576 notify=on\n")
+    again = brooq("declare-topic", "reports", "--retention", "0s", "--backoff-max", "90s",
+                  "--no-notify", dsn=db)
+    assert again.stdout == ("declared topic reports: max_attempts=5 backoff_base=1s backoff_max=90s"
+                            " retention=0s max_payload_bytes=1048576 notify=off\n")
     assert brooq("pause", "reports", dsn=db).stdout == "paused topic reports\n"
     assert brooq("pause", "reports", dsn=db).stdout == "topic reports was already paused\n"
     assert brooq("stats", dsn=db).stdout.splitlines()[2].split()[:2] == ["reports", "yes"]
@@ -344,6 +348,7 @@ def test_worker_runs_a_module_object_and_logs_progress_in_a_pipe(db: str, worker
     assert re.search(r"jobs/s \| done 50 \| failed/retrying 0 \| dead 0 \| canceled 0 \| in flight 0",
                      lines[-1]), lines[-1]
     assert "\r" not in err  # a pipe gets plain lines
+    assert re.search(r"INFO brooq\.worker: worker \S+: topics cli\.echo, concurrency 3, lease 5s", err), err
 
 
 def test_worker_in_a_terminal_shows_one_refreshing_line(db: str, worker_app: Path) -> None:
@@ -377,6 +382,8 @@ def test_worker_in_a_terminal_shows_one_refreshing_line(db: str, worker_app: Pat
     text = screen.decode(errors="replace")
     assert text.count("\r\x1b[2K") >= 3  # the same line, redrawn
     assert "done 20 | failed/retrying 0" in text
+    # a log line goes above the live line, on a line of its own
+    assert re.search(r"(^|\n|\x1b\[2K)\d\d:\d\d:\d\d INFO brooq\.worker: worker \S+: topics cli\.echo", text), text
 
 
 def test_worker_object_that_is_not_a_worker(db: str, worker_app: Path) -> None:

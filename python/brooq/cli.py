@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import re
 import sys
@@ -50,6 +51,7 @@ def parse_duration(text: str) -> timedelta:
 
 
 def format_duration(value: timedelta | None) -> str:
+    """An age, rounded for reading: 640ms, 2.7s, 3.2m, 5.0h, 2.1d."""
     if value is None:
         return "-"
     seconds = value.total_seconds()
@@ -62,6 +64,17 @@ def format_duration(value: timedelta | None) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:.1f}h"
     return f"{seconds / 86400:.1f}d"
+
+
+def format_setting(value: timedelta) -> str:
+    """A setting, exactly, in its largest whole unit: 100ms, 1s, 1m, 30d (1m30s as 90s)."""
+    ms = round(value.total_seconds() * 1000)
+    if ms == 0:
+        return "0s"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
 
 
 def format_time(value: datetime | None) -> str:
@@ -223,8 +236,8 @@ def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
     if row is None:  # brooq.topic is private: a role that may not read it gets less detail
         out.write(f"declared topic {args.name}\n")
         return 0
-    out.write(f"declared topic {args.name}: max_attempts={row[0]} backoff_base={format_duration(row[1])}"
-              f" backoff_max={format_duration(row[2])} retention={format_duration(row[3])}"
+    out.write(f"declared topic {args.name}: max_attempts={row[0]} backoff_base={format_setting(row[1])}"
+              f" backoff_max={format_setting(row[2])} retention={format_setting(row[3])}"
               f" max_payload_bytes={row[4]} notify={'on' if row[5] else 'off'}"
               f"{' (paused)' if row[6] else ''}\n")
     return 0
@@ -311,8 +324,11 @@ def load_worker(spec: str) -> Worker:
     return obj
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
-    from brooq.progress import Progress
+    from brooq.progress import LogToProgress, Progress
 
     for option, variable in WORKER_ENV.items():
         value = getattr(args, option, None)
@@ -320,13 +336,23 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
             os.environ[variable] = format_env(value)
     worker = load_worker(args.worker)
     mode = args.progress
-    if mode == "off":
-        worker.run()
-        return 0
-    live = {"auto": None, "live": True, "log": False}[mode]
+    live = {"auto": None, "live": True, "log": False, "off": False}[mode]
     progress = Progress(worker.snapshot, sys.stderr, live=live)
-    with progress:
-        worker.run()
+    # Log lines above the live line (through the progress display), or plain on stderr.
+    handler: logging.Handler = (LogToProgress(progress) if progress.live and mode != "off"
+                                else logging.StreamHandler(sys.stderr))
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, "%H:%M:%S"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(args.log_level)
+    try:
+        if mode == "off":
+            worker.run()
+        else:
+            with progress:
+                worker.run()
+    finally:
+        root.removeHandler(handler)
     return 0
 
 
@@ -401,6 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-address", help="serve /metrics and /healthz on HOST:PORT")
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
                    help="live line in a terminal, log lines in a pipe (auto), or off")
+    p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO",
+                   help="the worker's log messages on stderr (default INFO: one line per failed attempt)")
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("enqueue", parents=[dsn], help="enqueue one job")

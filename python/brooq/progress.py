@@ -12,6 +12,7 @@ database or the worker's state.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sys
 import threading
@@ -200,3 +201,17 @@ class Progress:
                 stamp = time.strftime("%H:%M:%S")
                 self.stream.write(f"{stamp} {line}\n")
             self.stream.flush()
+
+
+class LogToProgress(logging.Handler):
+    """A logging handler that prints through Progress.note, above the live line."""
+
+    def __init__(self, progress: Progress, level: int = logging.NOTSET) -> None:
+        super().__init__(level)
+        self.progress = progress
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.progress.note(self.format(record))
+        except Exception:  # noqa: BLE001 - logging must never raise
+            self.handleError(record)
