@@ -100,7 +100,7 @@ class Brooq(System):
     label = "brooq.Worker"
     jobs_table = "brooq.job"
     remaining_sql = "select count(*) from brooq.job where state <> 'done'"
-    concurrency = 100
+    concurrency = 200
 
     def install(self) -> None:
         sql = (ROOT / "sql" / "install.sql").read_text()
