@@ -115,8 +115,9 @@ begin
                nullif(u.key, ''), v_at, v_now, v_now
           from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
          -- In key order, so that concurrent batches with overlapping keys wait for
-         -- each other in one order and cannot deadlock.
-         order by u.key
+         -- each other in one order and cannot deadlock; a key repeated in the
+         -- batch is inserted at its first occurrence (ids are drawn in input order).
+         order by u.key, u.id
         on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
         returning id
     )

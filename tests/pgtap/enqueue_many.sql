@@ -2,7 +2,7 @@
 -- inside and across batches, every error naming its element, nothing written on
 -- error), then privileges under switched roles.
 begin;
-select plan(37);
+select plan(38);
 
 -- Structure -------------------------------------------------------------------
 
@@ -59,6 +59,24 @@ select is((select count(*)::int from brooq.job where topic = 't.many' and idempo
     'one row for the repeated key');
 select is((select idempotency_key from brooq.job where id = (select id from batch2 where ord = 4)), null,
     'an empty key is stored as no key');
+create temp table batch3 on commit drop as
+select e.id, e.created, e.ord
+  from brooq.enqueue_many('t.many',
+           array(select jsonb_build_object('i', n) from generate_series(1, 300) n),
+           array(select 'many-' || (n * 7919 % 13) from generate_series(1, 300) n))
+       with ordinality as e(id, created, ord);
+select results_eq(
+    $$ select b.ord, b.created, (j.payload ->> 'i')::bigint
+         from batch3 b join brooq.job j on j.id = b.id
+        where b.created or b.ord <= 40
+        order by b.ord $$,
+    $$ select n::bigint, first, first_n::bigint
+         from (select n, n = min(n) over (partition by n * 7919 % 13) as first,
+                      min(n) over (partition by n * 7919 % 13) as first_n
+                 from generate_series(1, 300) n) s
+        where first or n <= 40
+        order by n $$,
+    'in a large batch of repeated keys, each key''s first occurrence is created and every repeat gets its id');
 select results_eq(
     $$ select e.id, e.created from brooq.enqueue_many('t.many', array['{}', '{}']::jsonb[], array['k-new', 'k-dup']) e $$,
     $$ select id, false from batch2 where ord in (2, 5) order by ord $$,
