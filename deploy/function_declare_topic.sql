@@ -17,8 +17,10 @@ begin;
 --   name               lowercase letters, digits, '.', '-', '_'; 1 to 128 chars
 --   max_attempts       claims before a failure is final (dead); 1 to 1000
 --   backoff_base       first retry delay; > 0
---   backoff_max        cap on retry delays; >= backoff_base
---   retention          how long terminal jobs are kept before purge; 0 = forever
+--   backoff_max        cap on retry delays; >= backoff_base; at most 100 years
+--   retention          how long terminal jobs are kept before purge; 0 = forever;
+--                      at most 100 years (longer ones would overflow timestamptz in
+--                      settle and purge)
 --   max_payload_bytes  largest accepted payload (jsonb size); 1 B to 256 MiB
 --   notify             NOTIFY brooq on enqueue to wake workers (off: they poll)
 --
@@ -78,6 +80,15 @@ begin
         raise exception 'invalid retention % for topic "%"', declare_topic.retention, declare_topic.name
             using errcode = 'invalid_parameter_value',
                   hint = 'retention must be zero (keep forever) or positive.';
+    end if;
+    if declare_topic.backoff_max > interval '100 years' or declare_topic.retention > interval '100 years' then
+        raise exception 'invalid % % for topic "%": longer than 100 years',
+                case when declare_topic.backoff_max > interval '100 years' then 'backoff_max' else 'retention' end,
+                case when declare_topic.backoff_max > interval '100 years' then declare_topic.backoff_max
+                     else declare_topic.retention end,
+                declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Durations are at most 100 years; a retention of 0 keeps jobs forever.';
     end if;
     if declare_topic.max_payload_bytes not between 1 and 268435455 then
         raise exception 'invalid max_payload_bytes % for topic "%"', declare_topic.max_payload_bytes, declare_topic.name
