@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 import brooq
+import pytest
 from brooq.config import WorkerConfig, parse_duration
 
 

@@ -6,10 +6,9 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import brooq
 import psycopg
 import pytest
-
-import brooq
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 

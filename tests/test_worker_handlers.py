@@ -9,11 +9,10 @@ import time
 from datetime import timedelta
 from typing import Any
 
+import brooq
 import psycopg
 import pytest
 from worker_app import running, wait_for
-
-import brooq
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 FAST = {"poll_interval": timedelta(milliseconds=100), "lease": timedelta(seconds=1.5)}

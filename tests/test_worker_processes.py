@@ -1,0 +1,151 @@
+"""Real worker processes: kill -9, SIGTERM, PostgreSQL restarts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import brooq
+import psycopg
+import pytest
+from worker_app import wait_for
+
+APP = Path(__file__).with_name("worker_app.py")
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+pytestmark = pytest.mark.slow
+
+
+class Processes:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.started: list[subprocess.Popen[str]] = []
+
+    def start(self, name: str, *args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen([sys.executable, str(APP), self.dsn, "--name", name, *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.started.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def procs(db: str) -> Iterator[Processes]:
+    p = Processes(db)
+    try:
+        yield p
+    finally:
+        p.stop_all()
+
+
+def declare(conn: Conn) -> None:
+    brooq.declare_topic(conn, "sleep", max_attempts=10)
+    brooq.declare_topic(conn, "echo")
+
+
+def counts(conn: Conn) -> dict[str, int]:
+    return dict(conn.execute("select state, count(*) from brooq.job group by state").fetchall())
+
+
+def test_a_job_of_a_killed_worker_is_reaped_and_done_by_another(procs: Processes, conn: Conn) -> None:
+    declare(conn)
+    job = brooq.enqueue(conn, "sleep", {"seconds": 60, "first_only": True})
+    a = procs.start("victim", "--lease", "1s")
+    wait_for(lambda: conn.execute("select 1 from brooq.job where id = %s and locked_by = 'victim'",
+                                  [job.id]).fetchone(), what="the victim to claim the job")
+    a.send_signal(signal.SIGKILL)
+    a.wait(timeout=5)
+    killed_at = time.monotonic()
+    procs.start("rescuer", "--lease", "1s")
+    fate = wait_for(lambda: (f := brooq.get_job(conn, job.id)) and f.state == "done" and f,
+                    timeout=15, what="the rescuer to finish the job")
+    assert time.monotonic() - killed_at < 10
+    assert fate.result == {"slept": 0, "attempt": 2}
+    assert fate.attempts == 2  # the reap did not charge an attempt; the second claim did
+    assert fate.last_error is not None and "lease of worker victim expired" in fate.last_error
+
+
+def test_sigterm_lets_jobs_in_flight_finish_and_claims_no_more(procs: Processes, conn: Conn) -> None:
+    declare(conn)
+    first = brooq.enqueue_many(conn, "sleep", [{"seconds": 1.5}] * 4)
+    w = procs.start("graceful", "--lease", "1s", "--concurrency", "4", "--grace", "10s")
+    wait_for(lambda: counts(conn).get("processing") == 4, what="4 jobs in flight")
+    brooq.enqueue_many(conn, "sleep", [{"seconds": 0}] * 10)
+    w.send_signal(signal.SIGTERM)
+    out, _ = w.communicate(timeout=10)
+    assert w.returncode == 0, out
+    states = [brooq.get_job(conn, j.id) for j in first]
+    assert [s.state for s in states if s] == ["done"] * 4
+    assert counts(conn) == {"done": 4, "pending": 10}
+    assert "stopped, every job settled" in out
+
+
+def test_a_second_signal_stops_at_once(procs: Processes, conn: Conn) -> None:
+    declare(conn)
+    job = brooq.enqueue(conn, "sleep", {"seconds": 30})
+    w = procs.start("impatient", "--lease", "1s", "--grace", "60s")
+    wait_for(lambda: counts(conn).get("processing") == 1)
+    w.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    w.send_signal(signal.SIGINT)
+    out, _ = w.communicate(timeout=5)
+    assert w.returncode == 0, out
+    fate = brooq.get_job(conn, job.id)  # nothing written: the lease expires, reap returns it
+    assert fate is not None and fate.state == "processing" and fate.last_error is None
+
+
+def test_workers_survive_a_postgresql_restart_and_finish_everything(
+        procs: Processes, db: str, server: Any) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        declare(conn)
+        ids = [j.id for j in brooq.enqueue_many(conn, "sleep", [{"seconds": 0.05}] * 300)]
+    workers = [procs.start(f"survivor-{i}", "--lease", "2s", "--concurrency", "8") for i in range(2)]
+
+    def done() -> int:
+        with psycopg.connect(db, autocommit=True) as c:
+            row = c.execute("select count(*) from brooq.job where state = 'done'").fetchone()
+            return int(row[0]) if row else 0
+
+    wait_for(lambda: done() >= 40, what="some progress before the restart")
+    if server.cluster is not None:
+        # -l: without a log file the new postmaster keeps pg_ctl's captured stdout open
+        cluster = server.cluster
+        cluster.pg_ctl("restart", "-m", "fast", "-w", "-l", str(cluster.root / "server.log"))
+    else:
+        with psycopg.connect(db, autocommit=True) as c:
+            c.execute("select pg_terminate_backend(pid) from pg_stat_activity"
+                      " where application_name like 'brooq worker%'")
+    assert done() < 300, "the restart came too late to test anything"
+    wait_for(lambda: done() == 300, timeout=60, what="every job done after the restart")
+    assert all(w.poll() is None for w in workers), "a worker died"
+    with psycopg.connect(db, autocommit=True) as conn:
+        errors = conn.execute("select last_error from brooq.job where last_error is not null").fetchall()
+        assert max(j.attempts for j in (brooq.get_job(conn, i) for i in ids) if j) <= 2
+    # the only trace a restart may leave is a reaped lease, never a failed attempt
+    assert all("lease of worker" in e[0] for e in errors), errors
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+    for w in workers:
+        out, _ = w.communicate(timeout=15)
+        assert w.returncode == 0, out
+        assert "reconnected to the database" in out, out
+        assert "Traceback" not in out, out
+
+
+def test_a_worker_process_exits_nonzero_on_a_bad_environment(db: str) -> None:
+    env = dict(os.environ, BROOQ_CONCURRENCY="lots", BROOQ_LEASE="5")
+    done = subprocess.run([sys.executable, str(APP), db, "--name", "x"], env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0
+    assert "BROOQ_CONCURRENCY='lots'" in done.stderr and "BROOQ_LEASE='5'" in done.stderr
