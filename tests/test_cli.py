@@ -18,7 +18,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
 from conftest import ROOT, Server
 
 BIN = Path(sys.executable).parent / "brooq"
@@ -226,6 +225,8 @@ def test_usage_errors_exit_2(db: str) -> None:
     bad_id = brooq("job", "abc", dsn=db)
     assert bad_id.returncode == 2 and "a job id is a number" in bad_id.stderr
     assert brooq().returncode == 2
+    few = brooq("demo", "--jobs", "5")
+    assert few.returncode == 2 and "the demo needs 20 jobs or more" in few.stderr
 
 
 def test_unreachable_database_is_one_line(server: Server) -> None:
@@ -263,6 +264,13 @@ def test_deploy_with_sqitch_into_an_empty_database(empty_db: str) -> None:
     assert has_brooq(empty_db)
     again = brooq("deploy", dsn=empty_db)
     assert again.stdout == "nothing to deploy: the schema is up to date (sqitch)\n"
+
+
+def test_a_database_without_brooq_says_to_deploy(empty_db: str) -> None:
+    done = brooq("stats", dsn=empty_db)
+    assert done.returncode == 1
+    assert done.stderr == ('brooq: error: relation "brooq.topic_stats" does not exist [42P01 undefined_table];'
+                           " hint: is brooq deployed in this database? brooq deploy applies the schema\n")
 
 
 def test_deploy_with_psql(empty_db: str) -> None:
@@ -338,7 +346,7 @@ def test_worker_runs_a_module_object_and_logs_progress_in_a_pipe(db: str, worker
         time.sleep(0.3)
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     with psycopg.connect(db) as conn:
         result = conn.execute("select result from brooq.job order by id limit 1").fetchone()

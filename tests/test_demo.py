@@ -12,7 +12,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
 from conftest import Server
 
 BIN = Path(sys.executable).parent / "brooq"
@@ -30,7 +29,7 @@ def enqueued_counts(stdout: str) -> dict[str, int]:
     kinds = {"succeed at once": "email", "fail once or twice": "flaky", "fail every attempt": "doomed",
              "delayed": "delayed", "enqueued last": "vip", "long job": "long"}
     counts: dict[str, int] = {}
-    for count, text in re.findall(r";  -- (\d+) (.+)$", stdout, re.M):
+    for count, text in re.findall(r";  -- (\d+) (.+)$", stdout, re.MULTILINE):
         kind = next(k for prefix, k in kinds.items() if text.startswith(prefix))
         counts[kind] = counts.get(kind, 0) + int(count)
     return counts
@@ -41,7 +40,7 @@ def fate_table(stdout: str) -> dict[str, tuple[int, float]]:
     block = stdout.split("fate of the", 1)[1].split("\n\n", 1)[0]
     return {m[0]: (int(m[1]), float(m[2]))
             for m in re.findall(r"^(done|dead|canceled|failed|pending|processing)\s+(\d+)\s+([\d.]+)",
-                                block, re.M)}
+                                block, re.MULTILINE)}
 
 
 def check_fates(stdout: str) -> dict[str, int]:
@@ -79,17 +78,18 @@ def test_demo_against_a_fresh_database(empty_db: str) -> None:
     assert sum(expected.values()) == 400
     assert re.search(r"a second connection ran select brooq\.cancel\(\d+\) -> true", out), out
     assert re.search(r"its handler saw job\.canceled after \d+\.\ds in flight and returned", out), out
-    assert re.search(r"^throughput: \d+ jobs/s overall", out, re.M), out
+    assert re.search(r"^throughput: the worker finished \d+ jobs \(\d+ attempts, retries included\) in "
+                     r"\d+\.\d\ds: \d+ jobs/s, \d+ attempts/s", out, re.MULTILINE), out
     assert out.rstrip().endswith(f"as expected: done {expected['done']}, dead {expected['dead']}, "
                                  "canceled 1")
     # the table is what the database holds
     with psycopg.connect(empty_db) as conn:
-        states = dict(conn.execute("select state, count(*) from brooq.job group by state").fetchall())
+        states: dict[str, int] = dict(conn.execute("select state, count(*) from brooq.job group by state").fetchall())
         canceled = conn.execute("select result, topic from brooq.job where state = 'canceled'").fetchall()
     assert states == expected
     assert canceled == [(None, "demo.report")]  # the handler's return after cancel wrote nothing
     # a pipe gets plain progress lines, never a redrawn one
-    assert "\r" not in out and re.search(r"^\d\d:\d\d:\d\d +\d+ jobs/s \| done \d+", out, re.M), out
+    assert "\r" not in out and re.search(r"^\d\d:\d\d:\d\d +\d+ jobs/s \| done \d+", out, re.MULTILINE), out
 
 
 def test_demo_twice_on_the_same_database_counts_only_its_own_jobs(empty_db: str) -> None:
@@ -109,7 +109,7 @@ def test_demo_without_dsn_starts_and_removes_its_own_postgresql() -> None:
     done = run_demo("--jobs", "200")
     assert done.returncode == 0, done.stdout + done.stderr
     started = re.search(r"^\* starting a throwaway PostgreSQL on 127\.0\.0\.1:\d+ in (\S+) "
-                        r"\(stopped and removed at the end\)$", done.stdout, re.M)
+                        r"\(stopped and removed at the end\)$", done.stdout, re.MULTILINE)
     assert started, done.stdout
     check_fates(done.stdout)
     assert done.stdout.rstrip().splitlines()[-1] == "* stopped and removed the throwaway PostgreSQL"

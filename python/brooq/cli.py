@@ -120,6 +120,8 @@ def describe(exc: BaseException) -> str:
         message = str(exc) or type(exc).__name__
         sqlstate, hint = getattr(exc, "sqlstate", None), None
     text = " ".join(message.split())
+    if sqlstate in ("3F000", "42P01", "42883") and "brooq" in text and not hint:
+        hint = "is brooq deployed in this database? brooq deploy applies the schema"
     if sqlstate:
         text += f" [{sqlstate} {condition_name(sqlstate)}]"
     if hint:
@@ -390,6 +392,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def demo_jobs(text: str) -> int:
+    value = positive_int(text)
+    if value < 20:
+        raise argparse.ArgumentTypeError(f"{text} is too few: the demo needs 20 jobs or more")
+    return value
+
+
 def job_id(text: str) -> int:
     try:
         return int(text)
@@ -429,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="live line in a terminal, log lines in a pipe (auto), or off")
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO",
                    help="the worker's log messages on stderr (default INFO: one line per failed attempt)")
-    p.set_defaults(func=cmd_worker)
+    p.set_defaults(func=cmd_worker, parser=p)
 
     p = sub.add_parser("enqueue", parents=[dsn], help="enqueue one job")
     p.add_argument("topic")
@@ -439,18 +448,18 @@ def build_parser() -> argparse.ArgumentParser:
     when.add_argument("--delay", type=parse_duration, help="not before now + delay, e.g. 5s")
     when.add_argument("--at", type=instant, help="not before this instant (ISO 8601 with zone)")
     p.add_argument("--priority", type=int, default=0, help="higher is claimed first (default 0)")
-    p.set_defaults(func=cmd_enqueue)
+    p.set_defaults(func=cmd_enqueue, parser=p)
 
     p = sub.add_parser("job", parents=[dsn], help="a job's fate, on one line")
     p.add_argument("id", type=job_id)
-    p.set_defaults(func=cmd_job)
+    p.set_defaults(func=cmd_job, parser=p)
 
     p = sub.add_parser("stats", parents=[dsn], help="depth and lag by topic")
-    p.set_defaults(func=cmd_stats)
+    p.set_defaults(func=cmd_stats, parser=p)
 
     p = sub.add_parser("cancel", parents=[dsn], help="cancel a job that is not finished")
     p.add_argument("id", type=job_id)
-    p.set_defaults(func=cmd_cancel)
+    p.set_defaults(func=cmd_cancel, parser=p)
 
     p = sub.add_parser("declare-topic", parents=[dsn], help="create a topic or set its settings")
     p.add_argument("name")
@@ -461,28 +470,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-payload-bytes", type=positive_int, help="default 1048576")
     p.add_argument("--no-notify", dest="notify", action="store_false",
                    help="do not NOTIFY workers on enqueue (they poll)")
-    p.set_defaults(func=cmd_declare_topic)
+    p.set_defaults(func=cmd_declare_topic, parser=p)
 
     for name, text in (("pause", "stop claims of a topic's jobs"), ("resume", "claim a paused topic again")):
         p = sub.add_parser(name, parents=[dsn], help=text)
         p.add_argument("topic")
-        p.set_defaults(func=cmd_pause)
+        p.set_defaults(func=cmd_pause, parser=p)
 
     p = sub.add_parser("deploy", parents=[dsn], help="apply the schema (sqitch, else psql)")
     p.add_argument("--method", choices=["auto", "sqitch", "psql"], default="auto",
                    help="sqitch deploy --verify, psql -f sql/install.sql, or auto (sqitch if present)")
     p.add_argument("--root", type=Path, help="the brooq source tree (default: found from the package)")
     p.add_argument("-v", "--verbose", action="store_true", help="print the tool's output")
-    p.set_defaults(func=cmd_deploy)
+    p.set_defaults(func=cmd_deploy, parser=p)
 
     p = sub.add_parser("demo", parents=[dsn],
                        help="throwaway PostgreSQL, jobs enqueued from SQL, a worker with live progress")
-    p.add_argument("--jobs", type=positive_int, default=3000, help="about how many jobs (default 3000)")
+    p.add_argument("--jobs", type=demo_jobs, default=5000, help="how many jobs, 20 or more (default 5000)")
     p.add_argument("--timeout", type=parse_duration, default=timedelta(seconds=90),
                    help="stop the worker after this long even if jobs remain (default 90s)")
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
                    help="live line in a terminal, log lines in a pipe (auto), or off")
-    p.set_defaults(func=cmd_demo)
+    p.set_defaults(func=cmd_demo, parser=p)
     return parser
 
 
@@ -503,7 +512,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         return func(args, out or sys.stdout)
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
+        getattr(args, "parser", parser).print_usage(sys.stderr)
         sys.stderr.write(f"brooq: error: {exc}\n")
         return 2
     except Failure as exc:
