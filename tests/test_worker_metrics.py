@@ -116,7 +116,7 @@ def test_healthz_is_503_without_a_database(conn: Conn, db: str, server: Any) -> 
         try:
             server.execute("select pg_terminate_backend(pid) from pg_stat_activity"
                            " where application_name like 'brooq worker%'")
-            code, text = wait_for(lambda: (r := get(f"{url}/healthz"))[0] == 503 and r, timeout=5)
+            _, text = wait_for(lambda: (r := get(f"{url}/healthz"))[0] == 503 and r, timeout=5)
             assert "no database connection" in text
         finally:
             server.execute(sql.SQL("alter database {} with allow_connections true").format(name))

@@ -250,6 +250,19 @@ class Worker:
     def topics(self) -> list[str]:
         return list(self._handlers)
 
+    def declare_topics(self) -> None:
+        """Declare the registered topics now (run() does it at start), e.g. at deploy time,
+        so producers can enqueue before the first worker runs. Needs brooq_admin."""
+        with psycopg.connect(self.config.dsn, autocommit=True) as conn:
+            for h in self._handlers.values():
+                self._declare(conn, h)
+
+    @staticmethod
+    def _declare(conn: psycopg.Connection[tuple[Any, ...]], h: TopicHandler) -> None:
+        declare_topic(conn, h.topic, max_attempts=h.max_attempts, backoff_base=h.backoff_base,
+                      backoff_max=h.backoff_max, retention=h.retention,
+                      max_payload_bytes=h.max_payload_bytes, notify=h.notify)
+
     # --- control from other threads -----------------------------------------------
 
     def stop(self, grace: timedelta | None = None) -> None:
@@ -484,9 +497,7 @@ class Worker:
     def _declare_topics(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
         for h in self._handlers.values():
             try:
-                declare_topic(conn, h.topic, max_attempts=h.max_attempts, backoff_base=h.backoff_base,
-                              backoff_max=h.backoff_max, retention=h.retention,
-                              max_payload_bytes=h.max_payload_bytes, notify=h.notify)
+                self._declare(conn, h)
             except PermissionDenied:
                 log.warning("worker %s: no right to declare topic %s (brooq_admin); using the "
                             "settings already in the database", self.name, h.topic)
