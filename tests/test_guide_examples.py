@@ -15,7 +15,7 @@ GUIDE = Path(__file__).resolve().parent.parent / "docs" / "python-guide.md"
 def blocks() -> list[tuple[int, str]]:
     text = GUIDE.read_text()
     found = []
-    for m in re.finditer(r"^```python\n(.*?)^```", text, flags=re.S | re.M):
+    for m in re.finditer(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE):
         line = text.count("\n", 0, m.start()) + 2
         found.append((line, m.group(1)))
     return found
