@@ -188,6 +188,25 @@ def test_bad_json_is_one_clear_line_and_exit_1(db: str) -> None:
     assert "'{to: ann}'" in done.stderr
 
 
+def test_nan_is_not_json(db: str) -> None:
+    declare(db)
+    done = brooq("enqueue", "mail", '{"n": NaN}', dsn=db)
+    assert (done.returncode, done.stderr) == (
+        1, "brooq: error: the payload is not valid JSON: NaN is not a JSON value (in '{\"n\": NaN}')\n")
+
+
+def test_payload_from_stdin(db: str) -> None:
+    declare(db)
+    payload = {"lines": ["x" * 100] * 50}
+    done = subprocess.run([*COMMAND, "enqueue", "mail", "-", "--dsn", db], input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(db) as conn:
+        row = conn.execute("select payload from brooq.job where id = %s",
+                           [enqueued_id(done.stdout)]).fetchone()
+    assert row == (payload,)
+
+
 def test_unknown_topic_names_the_topic_and_the_sqlstate(db: str) -> None:
     done = brooq("enqueue", "nope", "{}", dsn=db)
     assert done.returncode == 1

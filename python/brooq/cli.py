@@ -151,14 +151,26 @@ def connect(args: argparse.Namespace) -> Connection:
 
 # --- commands ---------------------------------------------------------------------
 
-def cmd_enqueue(args: argparse.Namespace, out: TextIO) -> int:
+def parse_payload(text: str) -> Any:
+    """The JSON text of a payload ('-': read it from stdin); NaN and Infinity are not JSON."""
+    if text == "-":
+        text = sys.stdin.read()
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a JSON value")
+
     try:
-        payload = json.loads(args.payload)
-    except json.JSONDecodeError as exc:
-        raise Failure(f"the payload is not valid JSON: {exc} (in {args.payload!r})") from exc
+        return json.loads(text, parse_constant=refuse)
+    except ValueError as exc:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise Failure(f"the payload is not valid JSON: {exc} (in {shown!r})") from exc
+
+
+def cmd_enqueue(args: argparse.Namespace, out: TextIO) -> int:
+    payload = parse_payload(args.payload)
     with connect(args) as conn:
         job = producer.enqueue(conn, args.topic, payload, key=args.key, delay=args.delay,
-                            at=args.at, priority=args.priority)
+                               at=args.at, priority=args.priority)
     out.write(f"id={job.id} created={'true' if job.created else 'false'}\n")
     return 0
 
@@ -442,7 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("enqueue", parents=[dsn], help="enqueue one job")
     p.add_argument("topic")
-    p.add_argument("payload", metavar="JSON", help="the payload, e.g. '{\"to\": \"ann@example.com\"}'")
+    p.add_argument("payload", metavar="JSON",
+                   help="the payload, e.g. '{\"to\": \"ann@example.com\"}'; - reads it from stdin")
     p.add_argument("--key", help="idempotency key: one job per (topic, key)")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--delay", type=parse_duration, help="not before now + delay, e.g. 5s")
