@@ -192,6 +192,7 @@ def test_concurrent_enqueue_many_with_overlapping_keys(db: str, conn: Conn) -> N
                 ([json.dumps({"by": i, "key": k}) for k in keys], keys)).fetchall()
             time.sleep(0.03)
         assert len(rows) == len(keys)
+        assert not any(created for _, created in rows[-5:]), "a repeat in the batch was created"
         return [(k, row[0], row[1]) for k, row in zip(keys, rows)]
 
     results = race(db, n, producer)
@@ -206,6 +207,44 @@ def test_concurrent_enqueue_many_with_overlapping_keys(db: str, conn: Conn) -> N
             assert job == stored[key], f"{key}: a caller got {job}, the row is {stored[key]}"
             created[key] += was_created
     assert all(created[k] == 1 for k in stored), {k: c for k, c in created.items() if c != 1}
+
+
+def test_enqueue_many_races_purge_of_its_keys(db: str, conn: Conn) -> None:
+    """A key whose old job is purged while enqueue_many runs still gets an id.
+
+    One producer enqueues the same keys again and again; a worker cancels what it
+    enqueued; two purgers delete the canceled jobs as soon as they are due (1 ms).
+    So the producer keeps meeting keys whose job is being deleted under it.
+    """
+    declare(conn, "race", retention="1 millisecond")
+    keys = [f"k{i}" for i in range(300)]
+    stop = time.monotonic() + 2.0
+
+    def work(i: int, c: Conn, barrier: threading.Barrier) -> list[list[tuple[Any, ...]]]:
+        barrier.wait()
+        calls: list[list[tuple[Any, ...]]] = []
+        while time.monotonic() < stop:
+            if i == 0:
+                calls.append(c.execute(
+                    "select id, created from brooq.enqueue_many('race',"
+                    " array_fill('{}'::jsonb, array[%s]), %s)", (len(keys), keys)).fetchall())
+            elif i == 1:
+                held = claim(c, "canceler", ["race"], 100)
+                c.execute("select count(*) from brooq.settle_many('canceler', %s, %s,"
+                          " array_fill('cancel'::text, array[%s]))",
+                          ([j for j, _ in held], [t for _, t in held], len(held)))
+            else:
+                c.execute("select brooq.purge(50)")
+        return calls
+
+    calls = race(db, 4, work)[0]
+    assert len(calls) > 5
+    for rows in calls:
+        assert len(rows) == len(keys)
+        missing = [keys[n] for n, (job, _) in enumerate(rows) if job is None]
+        assert missing == [], f"enqueue_many returned no id for {len(missing)} keys, e.g. {missing[:5]}"
+    recreated = sum(created for rows in calls for _, created in rows) - len(keys)
+    assert recreated > 0, "no key was purged and enqueued again: the race did not happen"
 
 
 # 3. cancel vs claim -------------------------------------------------------------------
