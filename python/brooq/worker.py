@@ -413,7 +413,10 @@ class Worker:
     def _turn(self, now: float) -> None:
         claim_at = self._claim_at(now)
         claim_due = claim_at is not None and claim_at <= now
-        if self._outbox and (claim_due or self._flush_at(now) <= now):
+        if self._outbox and claim_due:
+            self._flush_and_claim(now)  # one round trip, one commit
+            claim_due = False
+        elif self._outbox and self._flush_at(now) <= now:
             self._flush()
         if self._held and now >= self._next_heartbeat:
             self._heartbeat(now)
@@ -521,14 +524,19 @@ class Worker:
 
     # --- claim and run ------------------------------------------------------------
 
+    def _claim_args(self) -> list[Any]:
+        free = self._concurrency - len(self._running)
+        return [self.name, list(self._handlers), free, self._lease]
+
     def _claim(self, now: float) -> None:
         assert self._conn is not None
-        free = self._concurrency - len(self._running)
+        args = self._claim_args()
         self._notified = False
-        rows = self._conn.execute(queries.CLAIM, [self.name, list(self._handlers), free,
-                                                  self._lease]).fetchall()
+        self._claimed(now, args[2], self._conn.execute(queries.CLAIM, args).fetchall())
+
+    def _claimed(self, now: float, asked: int, rows: list[tuple[Any, ...]]) -> None:
         self._freed_at = None
-        self._more = len(rows) == free
+        self._more = len(rows) == asked
         if not self._more:
             self._next_poll = now + self._poll_every
         if rows and not self._held:
@@ -644,7 +652,7 @@ class Worker:
         plain = [p for p in self._outbox if not p.chained]
         if plain:
             try:
-                rows = self._settle_many(conn, plain)
+                rows = conn.execute(queries.SETTLE_MANY, self._settle_many_args(plain)).fetchall()
             except psycopg.OperationalError:
                 raise
             except psycopg.Error as exc:  # a value the database refused: settle one by one
@@ -652,26 +660,57 @@ class Worker:
                 rows = [(p.attempt.job.id, self._settle_one(conn, p)) for p in plain]
             self._settled(plain, dict(rows))
             self._outbox = [p for p in self._outbox if p.chained]
+        self._flush_chained(conn)
+
+    def _flush_chained(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
         while self._outbox:
             p = self._outbox[0]
             state = self._settle_chained(conn, p)
             self._settled([p], {p.attempt.job.id: state})
             self._outbox.pop(0)
 
-    def _settle_many(self, conn: psycopg.Connection[tuple[Any, ...]],
-                     batch: list[_Pending]) -> list[tuple[int, str | None]]:
+    def _flush_and_claim(self, now: float) -> None:
+        """settle_many and claim in one pipeline: one round trip, one implicit transaction."""
+        conn = self._conn
+        assert conn is not None
+        plain = [p for p in self._outbox if not p.chained]
+        if not plain:
+            self._flush()
+            self._claim(now)
+            return
+        args = self._claim_args()
+        self._notified = False
+        try:
+            with conn.pipeline():
+                settling = conn.execute(queries.SETTLE_MANY, self._settle_many_args(plain))
+                claiming = conn.execute(queries.CLAIM, args)
+            settled = settling.fetchall()
+            claimed = claiming.fetchall()
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:
+            if exc.sqlstate in FATAL_SQLSTATES:
+                raise
+            # a value the database refused rolled both back: do them one at a time
+            self._flush()
+            self._claim(now)
+            return
+        self._settled(plain, dict(settled))
+        self._outbox = [p for p in self._outbox if p.chained]
+        self._claimed(now, args[2], claimed)
+        self._flush_chained(conn)
+
+    def _settle_many_args(self, batch: list[_Pending]) -> list[Any]:
         ids = [p.attempt.job.id for p in batch]
         tokens = [p.attempt.job.lease_token for p in batch]
         outcomes = [p.outcome.outcome for p in batch]
         errors = [p.outcome.error for p in batch]
         delays = [p.outcome.delay for p in batch]
         results = [p.outcome.result for p in batch]
-        cur = conn.execute(queries.SETTLE_MANY, [
-            self.name, ids, tokens, outcomes,
-            errors if any(e is not None for e in errors) else None,
-            delays if any(d is not None for d in delays) else None,
-            results if any(r is not None for r in results) else None])
-        return [(int(r[0]), str(r[1])) for r in cur.fetchall()]
+        return [self.name, ids, tokens, outcomes,
+                errors if any(e is not None for e in errors) else None,
+                delays if any(d is not None for d in delays) else None,
+                results if any(r is not None for r in results) else None]
 
     def _settle_args(self, p: _Pending) -> list[Any]:
         o = p.outcome
