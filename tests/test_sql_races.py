@@ -385,6 +385,57 @@ def test_late_settle_races_reap_and_the_zombie_is_fenced(db: str, conn: Conn) ->
     assert all(settle(conn, job, "b", token) == "done" for job, token in retaken.items())
 
 
+def test_late_heartbeat_races_reap(db: str, conn: Conn) -> None:
+    """An expired lease is renewed by a late heartbeat or reaped, never both."""
+    declare(conn, "race")
+    jobs = enqueue_n(conn, "race", 300)
+    held = expire_leases(conn, jobs, "a")
+    beaters = 3
+
+    def work(i: int, c: Conn, barrier: threading.Barrier) -> set[int] | list[int]:
+        rng = random.Random(i)
+        mine = jobs[i::beaters]
+        rng.shuffle(mine)
+        barrier.wait()
+        if i < beaters:
+            renewed: set[int] = set()
+            for job in mine:
+                renewed |= heartbeat(c, "a", [job], [held[job]])
+            return renewed
+        got: list[int] = []
+        while batch := reap(c, rng.randint(1, 3)):
+            got += batch
+        return got
+
+    results = race(db, beaters + 1, work)
+    renewed = set().union(*results[:beaters])
+    reaped = results[beaters]
+    assert isinstance(reaped, list) and len(reaped) == len(set(reaped))
+    assert renewed.isdisjoint(reaped), f"renewed and reaped: {sorted(renewed & set(reaped))[:10]}"
+    assert renewed | set(reaped) == set(jobs)
+    final = states(conn, jobs)
+    for job in jobs:
+        expected = ("processing", 1, "a", held[job]) if job in renewed else ("pending", 1, None, held[job])
+        assert final[job] == expected, (job, final[job])
+    assert not set(reap(conn)) & renewed, "a renewed lease was reaped afterwards"
+    assert all(settle(conn, job, "a", held[job]) == "done" for job in renewed)
+    assert all(settle(conn, job, "a", held[job]) is None for job in reaped)
+
+
+def test_concurrent_declarations_of_one_topic(db: str, conn: Conn) -> None:
+    def declarer(i: int, c: Conn, barrier: threading.Barrier) -> int:
+        barrier.wait()
+        row = c.execute("select max_attempts from brooq.declare_topic('fresh', max_attempts => %s)",
+                        (i + 1,)).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    answers = race(db, 8, declarer)
+    assert sorted(answers) == list(range(1, 9)), "each declaration returns its own settings"
+    rows = conn.execute("select max_attempts from brooq.topic where name = 'fresh'").fetchall()
+    assert len(rows) == 1 and rows[0][0] in answers
+
+
 # 5. the same worker, reaped and claimed again -----------------------------------------
 
 def test_same_worker_cannot_settle_with_an_old_lease_token(db: str, conn: Conn) -> None:
