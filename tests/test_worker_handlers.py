@@ -304,3 +304,67 @@ def test_a_handler_crash_never_kills_the_worker(db: str, conn: Conn) -> None:
         after = enqueue_sql(conn, "crash", '{"how": "exit"}')
         assert wait_for(lambda: settled(conn, after)).state == "dead"
     assert [f.last_error for f in fates] == ["SystemExit: 3", "KeyboardInterrupt", "MemoryError"]
+
+
+def test_a_killed_connection_fails_nothing(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, lease=timedelta(seconds=3), poll_interval=timedelta(milliseconds=100))
+    release = threading.Event()
+
+    @worker.handler("steady")
+    def steady(job: brooq.Job) -> str:
+        release.wait(10)
+        return "finished"
+
+    with running(worker):
+        ids = [j.id for j in brooq.enqueue_many(conn, "steady", [{}] * 3)]
+        wait_for(lambda: worker.snapshot().in_flight == 3)
+        killed = conn.execute("select count(pg_terminate_backend(pid)) from pg_stat_activity"
+                              " where application_name like 'brooq worker%'").fetchone()
+        assert killed is not None and killed[0] >= 2  # the loop's and the listener's
+        release.set()  # the handlers finish while the worker is reconnecting
+        fates = [wait_for(lambda i=i: settled(conn, i)) for i in ids]
+    assert [(f.state, f.attempts, f.result, f.last_error) for f in fates] == [
+        ("done", 1, "finished", None)] * 3
+    s = worker.snapshot()
+    assert (s.done, s.failed, s.lease_lost) == (3, 0, 0)
+
+
+def test_least_privilege_worker_role(db: str, conn: Conn) -> None:
+    role = f"brooq_test_worker_{conn.info.backend_pid}"
+    conn.execute(f"create role {role} login in role brooq_worker, brooq_producer")
+    try:
+        brooq.declare_topic(conn, "limited")
+        dsn = psycopg.conninfo.make_conninfo(db, user=role)
+        worker = brooq.Worker(dsn, **FAST)
+
+        @worker.handler("limited")
+        def limited(job: brooq.Job) -> str:
+            if not job.payload.get("child"):
+                job.chain("limited", {"child": True})  # needs brooq_producer
+            return "ok"
+
+        with running(worker):
+            job_id = enqueue_sql(conn, "limited")
+            assert wait_for(lambda: settled(conn, job_id)).state == "done"
+            wait_for(lambda: worker.snapshot().done == 2, what="the chained job")
+    finally:
+        conn.execute(f"drop role {role}")
+
+
+def test_a_role_without_worker_rights_stops_the_worker(db: str, conn: Conn) -> None:
+    role = f"brooq_test_nobody_{conn.info.backend_pid}"
+    conn.execute(f"create role {role} login")
+    try:
+        brooq.declare_topic(conn, "forbidden")
+        worker = brooq.Worker(psycopg.conninfo.make_conninfo(db, user=role), **FAST)
+
+        @worker.handler("forbidden")
+        def forbidden(job: brooq.Job) -> None:
+            return None
+
+        started = time.monotonic()
+        with pytest.raises(brooq.PermissionDenied):
+            worker.run()
+        assert time.monotonic() - started < 5
+    finally:
+        conn.execute(f"drop role {role}")
