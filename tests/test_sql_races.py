@@ -123,7 +123,7 @@ def test_claimers_never_get_the_same_job(db: str, conn: Conn, start_together: bo
         if start_together:
             barrier.wait()
         got: list[tuple[int, int]] = []
-        while batch := claim(c, f"w{i}", topics, rng.randint(1, 40)):
+        while batch := claim(c, f"w{i}", topics, rng.randint(1, 12)):
             got += batch
         return got
 
