@@ -27,7 +27,8 @@ as $$
 begin
     if cancel.job_id is null then
         raise exception 'brooq.cancel: job_id must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the id that enqueue returned.';
     end if;
     update brooq.job j
        set state = 'canceled',

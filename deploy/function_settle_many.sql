@@ -66,7 +66,8 @@ begin
     if settle_many.worker is null or settle_many.job_ids is null
         or settle_many.lease_tokens is null or settle_many.outcomes is null then
         raise exception 'brooq.settle_many: worker, job_ids, lease_tokens and outcomes must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass one element per job in job_ids, lease_tokens and outcomes (empty arrays for none).';
     end if;
     if coalesce(cardinality(settle_many.lease_tokens), 0) <> v_n
         or coalesce(cardinality(settle_many.outcomes), 0) <> v_n
@@ -90,7 +91,8 @@ begin
      limit 1;
     if v_n > 0 and (v_bad.id is null or v_bad.token is null or v_bad.outcome is null) then
         raise exception 'brooq.settle_many: element % has a NULL job id, lease token or outcome', v_bad.ord
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Give each job its id, the lease_token that claim returned, and an outcome.';
     elsif v_n > 0 and v_bad.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel') then
         raise exception 'unknown outcome "%" for job %', left(v_bad.outcome, 40), v_bad.id
             using errcode = 'invalid_parameter_value',

@@ -41,7 +41,8 @@ declare
 begin
     if claim.worker is null or claim.topics is null or claim.max_jobs is null or claim.lease is null then
         raise exception 'brooq.claim: arguments must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass a worker name and an array of topics; leave max_jobs and lease out for their defaults.';
     end if;
     if claim.worker = '' or length(claim.worker) > 200 then
         raise exception 'invalid worker name "%"', left(claim.worker, 40)

@@ -32,7 +32,8 @@ declare
 begin
     if heartbeat.worker is null or heartbeat.job_ids is null or heartbeat.lease is null then
         raise exception 'brooq.heartbeat: worker, job_ids and lease must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the worker name and the ids it holds; leave lease out for its default.';
     end if;
     if heartbeat.lease <= interval '0' then
         raise exception 'invalid lease %', heartbeat.lease

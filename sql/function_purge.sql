@@ -26,7 +26,8 @@ declare
 begin
     if purge.batch_size is null then
         raise exception 'brooq.purge: batch_size must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Leave batch_size out for its default (1000).';
     end if;
     if purge.batch_size not between 1 and 100000 then
         raise exception 'invalid batch_size %', purge.batch_size

@@ -24,7 +24,8 @@ declare
 begin
     if reap.max_jobs is null then
         raise exception 'brooq.reap: max_jobs must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Leave max_jobs out for its default (1000).';
     end if;
     if reap.max_jobs not between 1 and 100000 then
         raise exception 'invalid max_jobs %', reap.max_jobs

@@ -616,9 +616,7 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
 --                     the first).
 --   available_at, priority, delay   as in brooq.enqueue, for every job
 --
--- Returns: (id, created) per payload, in input order. When a key's old job is
--- purged while the call runs, the job is inserted after all, as brooq.enqueue
--- does (two such calls with the same keys at once may then deadlock: 40P01, retry).
+-- Returns: (id, created) per payload, in input order.
 -- Errors:
 --   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL
 --   42704 undefined_object         the topic was not declared
@@ -649,8 +647,6 @@ declare
     v_bad record;
     v_ids bigint[];
     v_created bigint[];
-    v_out bigint[];
-    v_new boolean[];
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -721,41 +717,19 @@ begin
     )
     select coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
 
-    loop
-        -- A new statement, so a new snapshot: it sees the rows of keys that already
-        -- existed, including those a concurrent transaction committed meanwhile.
-        select array_agg(coalesce(c.id, j.id) order by u.ord), array_agg(c.id is not null order by u.ord)
-          into v_out, v_new
-          from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
-          left join unnest(v_created) as c(id) on c.id = u.id
-          left join brooq.job j
-            on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '');
-        exit when array_position(v_out, null) is null;
-        -- A key's row was purged between the insert and that read: insert those
-        -- jobs now and read again, as brooq.enqueue does.
-        with inserted as (
-            insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                   available_at, created_at, updated_at)
-            select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                   nullif(u.key, ''), v_at, v_now, v_now
-              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out)
-                   as u(id, payload, key, got)
-             where u.got is null
-             order by u.key, u.id
-            on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
-            returning id
-        )
-        select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
-    end loop;
-
     if v_notify and cardinality(v_created) > 0 and v_at <= v_now then
         perform pg_notify('brooq', enqueue_many.topic);
     end if;
 
+    -- A new statement, so a new snapshot: it sees the rows of keys that already
+    -- existed, including those a concurrent transaction committed meanwhile.
     return query
-    select r.id, r.created
-      from unnest(v_out, v_new) with ordinality as r(id, created, ord)
-     order by r.ord;
+    select coalesce(c.id, j.id), c.id is not null
+      from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
+      left join unnest(v_created) as c(id) on c.id = u.id
+      left join brooq.job j
+        on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '')
+     order by u.ord;
 end
 $$;
 
@@ -810,7 +784,8 @@ declare
 begin
     if claim.worker is null or claim.topics is null or claim.max_jobs is null or claim.lease is null then
         raise exception 'brooq.claim: arguments must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass a worker name and an array of topics; leave max_jobs and lease out for their defaults.';
     end if;
     if claim.worker = '' or length(claim.worker) > 200 then
         raise exception 'invalid worker name "%"', left(claim.worker, 40)
@@ -965,7 +940,8 @@ begin
     if settle_many.worker is null or settle_many.job_ids is null
         or settle_many.lease_tokens is null or settle_many.outcomes is null then
         raise exception 'brooq.settle_many: worker, job_ids, lease_tokens and outcomes must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass one element per job in job_ids, lease_tokens and outcomes (empty arrays for none).';
     end if;
     if coalesce(cardinality(settle_many.lease_tokens), 0) <> v_n
         or coalesce(cardinality(settle_many.outcomes), 0) <> v_n
@@ -989,7 +965,8 @@ begin
      limit 1;
     if v_n > 0 and (v_bad.id is null or v_bad.token is null or v_bad.outcome is null) then
         raise exception 'brooq.settle_many: element % has a NULL job id, lease token or outcome', v_bad.ord
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Give each job its id, the lease_token that claim returned, and an outcome.';
     elsif v_n > 0 and v_bad.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel') then
         raise exception 'unknown outcome "%" for job %', left(v_bad.outcome, 40), v_bad.id
             using errcode = 'invalid_parameter_value',
@@ -1120,7 +1097,8 @@ declare
 begin
     if heartbeat.worker is null or heartbeat.job_ids is null or heartbeat.lease is null then
         raise exception 'brooq.heartbeat: worker, job_ids and lease must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the worker name and the ids it holds; leave lease out for its default.';
     end if;
     if heartbeat.lease <= interval '0' then
         raise exception 'invalid lease %', heartbeat.lease
@@ -1177,7 +1155,8 @@ as $$
 begin
     if cancel.job_id is null then
         raise exception 'brooq.cancel: job_id must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the id that enqueue returned.';
     end if;
     update brooq.job j
        set state = 'canceled',
@@ -1224,7 +1203,8 @@ declare
 begin
     if reap.max_jobs is null then
         raise exception 'brooq.reap: max_jobs must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Leave max_jobs out for its default (1000).';
     end if;
     if reap.max_jobs not between 1 and 100000 then
         raise exception 'invalid max_jobs %', reap.max_jobs
@@ -1292,7 +1272,8 @@ declare
 begin
     if purge.batch_size is null then
         raise exception 'brooq.purge: batch_size must not be NULL'
-            using errcode = 'null_value_not_allowed';
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Leave batch_size out for its default (1000).';
     end if;
     if purge.batch_size not between 1 and 100000 then
         raise exception 'invalid batch_size %', purge.batch_size

@@ -1,0 +1,106 @@
+-- Catalog lint over schema brooq: comments, PUBLIC execute, pinned search_path,
+-- SECURITY DEFINER where needed, errors with a SQLSTATE and a HINT, hot paths
+-- without EXCEPTION blocks or dynamic SQL, parameter names, qualified tables.
+-- Each test lists the offending routines, so a failure says what to fix.
+begin;
+select plan(22);
+
+create temp view routine as  -- dropped with the rollback
+select p.oid, p.oid::regprocedure::text as name, p.proname::text as proname, p.prokind, p.prosecdef, p.proconfig,
+       p.proacl, p.prosrc, p.proretset, p.prorettype, p.proargnames, p.pronargs, p.proowner,
+       obj_description(p.oid, 'pg_proc') as comment, l.lanname::text as language,
+       p.proname !~ '^_' as api
+  from pg_proc p join pg_language l on l.oid = p.prolang
+ where p.pronamespace = 'brooq'::regnamespace;
+
+-- Structure: comments ----------------------------------------------------------
+
+select isnt_empty($$ select * from routine $$, 'schema brooq has routines to lint');
+select is_empty($$ select name from routine where coalesce(comment, '') = '' $$, 'every function and procedure has a COMMENT');
+select is_empty($$
+    select r.name, e.state
+      from routine r
+     cross join lateral (
+           select distinct case m[1] when 'null_value_not_allowed' then '22004' when 'invalid_parameter_value' then '22023'
+                                     when 'undefined_object' then '42704' when 'program_limit_exceeded' then '54000'
+                                     when 'object_not_in_prerequisite_state' then '55000' else m[1] end as state
+             from regexp_matches(r.prosrc, '''(null_value_not_allowed|invalid_parameter_value|undefined_object|program_limit_exceeded|object_not_in_prerequisite_state|[0-9A-Z]{5})''', 'g') m
+           ) e
+     where r.api and position(e.state in r.comment) = 0 $$,
+    'the COMMENT of every API routine names each SQLSTATE its body raises');
+select is_empty($$
+    select c.oid::regclass::text from pg_class c
+     where c.relnamespace = 'brooq'::regnamespace and c.relkind in ('r', 'v')
+       and coalesce(obj_description(c.oid, 'pg_class'), '') = ''
+    union all
+    select t.oid::regtype::text from pg_type t
+     where t.typnamespace = 'brooq'::regnamespace and t.typtype in ('c', 'd')
+       and not exists (select from pg_class c where c.oid = t.typrelid and c.relkind <> 'c')
+       and coalesce(obj_description(t.oid, 'pg_type'), '') = '' $$,
+    'every table, view, row type and domain has a COMMENT');
+
+-- Privileges: nothing for PUBLIC ----------------------------------------------------
+
+select is_empty($$ select name from routine where proacl is null $$,
+    'no routine has a NULL ACL (NULL means PUBLIC may execute it)');
+select is_empty($$ select r.name from routine r, aclexplode(r.proacl) a where a.grantee = 0 $$,
+    'no routine is executable by PUBLIC');
+select is_empty($$ select r.name from routine r where r.proowner <> (select nspowner from pg_namespace where nspname = 'brooq') $$,
+    'every routine belongs to the owner of schema brooq');
+
+-- Security: SECURITY DEFINER and the pinned search_path ---------------------------------
+
+select is_empty($$ select name, proconfig from routine where prosecdef
+                     and proconfig is distinct from array['search_path=pg_catalog, pg_temp'] $$,
+    'every SECURITY DEFINER routine pins search_path = pg_catalog, pg_temp and sets nothing else');
+select set_eq($$ select name from routine where not coalesce(proconfig @> array['search_path=pg_catalog, pg_temp'], false) $$,
+    array['brooq._now()', 'brooq._backoff(interval,interval,integer)',
+          'brooq._available_at(timestamp with time zone,timestamp with time zone,interval)',
+          'brooq.purge_all(integer,integer)'],
+    'the only routines without a pinned search_path are the documented exceptions');
+select is_empty($$ select name from routine where prosecdef and (proconfig is null or not proconfig @> array['search_path=pg_catalog, pg_temp']) $$,
+    'none of the exceptions is SECURITY DEFINER');
+select set_eq($$ select name from routine where api and not prosecdef $$, array['brooq.purge_all(integer,integer)'],
+    'every API routine is SECURITY DEFINER but the committing procedure purge_all (which only calls brooq.purge)');
+select is_empty($$ select name from routine where not api and prosecdef $$,
+    'no private helper is SECURITY DEFINER (they run inside the API''s rights)');
+select is_empty($$ select name from routine where language not in ('sql', 'plpgsql') $$, 'every routine is SQL or PL/pgSQL');
+select is_empty($$
+    select name, m[1] from routine, regexp_matches(prosrc, '(\m(from|join|update|into|using)\s+(job|topic)\M)(?!\s*")', 'gi') m $$,
+    'every table reference in a body is schema-qualified (brooq.job, brooq.topic)');
+
+-- Errors: a SQLSTATE (never P0001) and a HINT ------------------------------------------
+
+select is_empty($$
+    select name, raises, errcodes from (
+        select name,
+               (select count(*) from regexp_matches(prosrc, '\mraise\s+exception\M', 'gi')) as raises,
+               (select count(*) from regexp_matches(prosrc, '\merrcode\s*=', 'gi')) as errcodes
+          from routine) s
+     where raises <> errcodes $$,
+    'every RAISE EXCEPTION names its errcode (none falls back to P0001)');
+select is_empty($$ select name from routine where prosrc ~* '\mraise\s*(''|;)' $$,
+    'no bare RAISE ''message'' (default level EXCEPTION, P0001) and no re-raise');
+select is_empty($$ select name, m[2] from routine, regexp_matches(prosrc, '(\mraise\s+exception\s+(''[^'']*'')[^;]*;)', 'gi') m
+                    where m[1] !~* '\mhint\s*=' $$,
+    'every RAISE EXCEPTION gives a HINT that says how to fix the call');
+select is_empty($$ select name, m[1] from routine, regexp_matches(prosrc, '\merrcode\s*=\s*''(P0001|raise_exception)''', 'gi') m $$,
+    'no RAISE names P0001 explicitly');
+
+-- Style: hot paths, parameters, results ----------------------------------------------------
+
+select is_empty($$ select name from routine
+                   where proname in ('enqueue', 'enqueue_many', 'claim', 'settle', 'settle_many', 'heartbeat')
+                     and (prosrc ~* '\mexception\s+when\M' or prosrc ~* '\mexecute\M') $$,
+    'the hot path (enqueue, enqueue_many, claim, settle, settle_many, heartbeat) has no EXCEPTION block and no dynamic SQL');
+select is_empty($$ select r.name, a from routine r, unnest(r.proargnames) a join pg_get_keywords() k on k.word = a
+                    where k.catcode <> 'U' $$,
+    'no parameter name is a reserved SQL keyword (named notation works without quoting)');
+select is_empty($$ select name from routine where api and pronargs > 0
+                     and (proargnames is null or '' = any (proargnames[1:pronargs])) $$,
+    'every parameter of an API routine has a name');
+select is_empty($$ select name from routine where proretset and prorettype = 'record'::regtype $$,
+    'no routine returns SETOF record: results are named row types');
+
+select * from finish();
+rollback;
