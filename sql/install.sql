@@ -616,7 +616,9 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
 --                     the first).
 --   available_at, priority, delay   as in brooq.enqueue, for every job
 --
--- Returns: (id, created) per payload, in input order.
+-- Returns: (id, created) per payload, in input order. When a key's old job is
+-- purged while the call runs, the job is inserted after all, as brooq.enqueue
+-- does (two such calls with the same keys at once may then deadlock: 40P01, retry).
 -- Errors:
 --   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL
 --   42704 undefined_object         the topic was not declared
@@ -647,6 +649,8 @@ declare
     v_bad record;
     v_ids bigint[];
     v_created bigint[];
+    v_out bigint[];
+    v_new boolean[];
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -717,19 +721,41 @@ begin
     )
     select coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
 
+    loop
+        -- A new statement, so a new snapshot: it sees the rows of keys that already
+        -- existed, including those a concurrent transaction committed meanwhile.
+        select array_agg(coalesce(c.id, j.id) order by u.ord), array_agg(c.id is not null order by u.ord)
+          into v_out, v_new
+          from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
+          left join unnest(v_created) as c(id) on c.id = u.id
+          left join brooq.job j
+            on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '');
+        exit when array_position(v_out, null) is null;
+        -- A key's row was purged between the insert and that read: insert those
+        -- jobs now and read again, as brooq.enqueue does.
+        with inserted as (
+            insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
+                                   available_at, created_at, updated_at)
+            select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
+                   nullif(u.key, ''), v_at, v_now, v_now
+              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out)
+                   as u(id, payload, key, got)
+             where u.got is null
+             order by u.key, u.id
+            on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
+            returning id
+        )
+        select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
+    end loop;
+
     if v_notify and cardinality(v_created) > 0 and v_at <= v_now then
         perform pg_notify('brooq', enqueue_many.topic);
     end if;
 
-    -- A new statement, so a new snapshot: it sees the rows of keys that already
-    -- existed, including those a concurrent transaction committed meanwhile.
     return query
-    select coalesce(c.id, j.id), c.id is not null
-      from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
-      left join unnest(v_created) as c(id) on c.id = u.id
-      left join brooq.job j
-        on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '')
-     order by u.ord;
+    select r.id, r.created
+      from unnest(v_out, v_new) with ordinality as r(id, created, ord)
+     order by r.ord;
 end
 $$;
 
