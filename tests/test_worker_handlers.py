@@ -368,3 +368,20 @@ def test_a_role_without_worker_rights_stops_the_worker(db: str, conn: Conn) -> N
         assert time.monotonic() - started < 5
     finally:
         conn.execute(f"drop role {role}")
+
+
+def test_a_result_the_database_refuses_fails_only_its_own_attempt(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, concurrency=4, **FAST)
+    gate = threading.Barrier(4, timeout=5)
+
+    @worker.handler("text", max_attempts=1)
+    def text(job: brooq.Job) -> str:
+        gate.wait()  # finish together: one settle_many for the four
+        return "nul \u0000 inside" if job.payload["bad"] else "fine"
+
+    with running(worker):
+        jobs = brooq.enqueue_many(conn, "text", [{"bad": i == 2} for i in range(4)])
+        fates = [wait_for(lambda j=j: settled(conn, j.id)) for j in jobs]
+    assert [f.state for f in fates] == ["done", "done", "dead", "done"]
+    assert fates[2].last_error is not None
+    assert fates[2].last_error.startswith("cannot settle done: UntranslatableCharacter")

@@ -723,11 +723,14 @@ class Worker:
         except psycopg.OperationalError:
             raise
         except psycopg.Error as exc:
-            if p.outcome.outcome != "done":
-                log.error("job %d: cannot settle %s: %s", p.attempt.job.id, p.outcome.outcome, exc)
-                return None
-            # e.g. a result jsonb refuses (\u0000): the attempt fails with the reason
-            p.outcome = Outcome("failed", describe(exc, "the result could not be stored: "))
+            if p.outcome.outcome == "failed" and p.outcome.delay is None and p.outcome.result is None:
+                log.error("job %d: cannot settle it as failed: %s", p.attempt.job.id, exc)
+                return None  # the lease expires, reap returns the job
+            # a value the database refuses (a result jsonb cannot hold, a delay out of
+            # range): the attempt fails, with the reason
+            log.warning("job %d: cannot settle %s (%s); settling failed", p.attempt.job.id,
+                        p.outcome.outcome, exc)
+            p.outcome = Outcome("failed", describe(exc, f"cannot settle {p.outcome.outcome}: "))
             row = conn.execute(queries.SETTLE, self._settle_args(p)).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
