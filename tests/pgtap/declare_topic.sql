@@ -2,7 +2,7 @@
 -- behaviour (create, update, idempotent, every invalid setting, pause skipped by
 -- claim), then privileges under switched roles.
 begin;
-select plan(68);
+select plan(71);
 
 -- Structure -------------------------------------------------------------------
 
@@ -63,6 +63,8 @@ select lives_ok($$ select brooq.declare_topic('t.edge', max_attempts => 1, backo
     'the lower bounds are accepted (retention 0 = keep forever, backoff_max = backoff_base)');
 select lives_ok($$ select brooq.declare_topic('t.edge', max_attempts => 1000, max_payload_bytes => 268435455) $$,
     'the upper bounds are accepted');
+select lives_ok($$ select brooq.declare_topic('t.edge', backoff_max => '100 years', retention => '100 years') $$,
+    'backoff_max and retention of 100 years are accepted');
 select lives_ok(format($$ select brooq.declare_topic(%L) $$, repeat('a', 128)), 'a 128-character name is accepted');
 select lives_ok($$ select brooq.declare_topic('a.b-c_d.0-9') $$, 'lowercase letters, digits, ".", "-" and "_" are accepted');
 
@@ -91,6 +93,10 @@ select throws_ok($$ select brooq.declare_topic('t.decl', backoff_base => '2 minu
     'invalid backoff_max 00:01:00 for topic "t.decl": below backoff_base 00:02:00', 'backoff_max below backoff_base is 22023');
 select throws_ok($$ select brooq.declare_topic('t.decl', retention => '-1 day') $$, '22023',
     'invalid retention -1 days for topic "t.decl"', 'a negative retention is 22023');
+select throws_ok($$ select brooq.declare_topic('t.decl', backoff_max => '101 years') $$, '22023',
+    'invalid backoff_max 101 years for topic "t.decl": longer than 100 years', 'backoff_max over 100 years is 22023');
+select throws_ok($$ select brooq.declare_topic('t.decl', retention => '101 years') $$, '22023',
+    'invalid retention 101 years for topic "t.decl": longer than 100 years', 'retention over 100 years is 22023');
 select throws_ok($$ select brooq.declare_topic('t.decl', max_payload_bytes => 0) $$, '22023',
     'invalid max_payload_bytes 0 for topic "t.decl"', 'max_payload_bytes 0 is 22023');
 select throws_ok($$ select brooq.declare_topic('t.decl', max_payload_bytes => 268435456) $$, '22023',

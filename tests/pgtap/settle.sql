@@ -2,7 +2,7 @@
 -- preserve, fencing by worker and lease_token, repeats, terminal states, errors
 -- with nothing written), then privileges under switched roles.
 begin;
-select plan(78);
+select plan(81);
 
 -- Structure -------------------------------------------------------------------
 
@@ -130,6 +130,15 @@ select id as y3 from brooq.enqueue('t.settle.bo', '{"n": "zero delay"}', priorit
 select lease_token as y3_tok from brooq.claim('w1', array['t.settle.bo']) where id = :y3 \gset
 select is(brooq.settle(:y3, 'w1', :y3_tok, 'delay', delay => '0'), 'failed', 'a zero delay returns failed');
 select is((select available_at from brooq.job where id = :y3), timestamptz '2030-01-01 03:00:05+00', 'a zero delay is now');
+
+select lives_ok($$ select brooq.declare_topic('t.settle.far', backoff_base => '1 day', backoff_max => '100 years') $$,
+    'declare a topic with the longest backoff_max');
+select id as y4 from brooq.enqueue('t.settle.far', '{"n": "far"}') \gset
+select lease_token as y4_tok from brooq.claim('w1', array['t.settle.far']) \gset
+select is(brooq.settle(:y4, 'w1', :y4_tok, 'delay', delay => '1000 years'), 'failed',
+    'a delay of 1000 years is clamped to 100 years, no overflow');
+select is((select available_at from brooq.job where id = :y4), timestamptz '2130-01-01 03:00:05+00',
+    'retried 100 years on');
 
 -- preserve -------------------------------------------------------------------------
 
