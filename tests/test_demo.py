@@ -114,3 +114,10 @@ def test_demo_without_dsn_starts_and_removes_its_own_postgresql() -> None:
     check_fates(done.stdout)
     assert done.stdout.rstrip().splitlines()[-1] == "* stopped and removed the throwaway PostgreSQL"
     assert not Path(started.group(1)).exists()
+
+
+def test_demo_with_an_unreachable_database_is_one_line() -> None:
+    done = run_demo("--dsn", "postgresql://postgres@127.0.0.1:1/nothing?connect_timeout=2")
+    assert done.returncode == 1
+    assert done.stderr.startswith("brooq demo: error: connection failed: ")
+    assert done.stderr.count("\n") == 1

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TextIO, TypeVar
@@ -216,6 +216,8 @@ class Demo:
 
         @handles("demo.report", timeout=timedelta(minutes=5))
         def report(job: brooq.Job) -> object:
+            if job.id != self.long_id:  # left over by an interrupted run on the same database
+                return {"skipped": "not this run's"}
             started = time.monotonic()
             if job.canceled.wait(float(job.payload["seconds"])):
                 self.say(f"  job {job.id}: its handler saw job.canceled after "
@@ -492,10 +494,14 @@ def run_demo(dsn: str | None, *, jobs: int = 5000, timeout: float = 90.0,
         demo = Demo(dsn, plan, out, timeout=timeout, progress=progress)
         return demo.run()
     except (DeployError, RuntimeError) as exc:
-        out.write(f"brooq demo: error: {exc}\n")
+        sys.stderr.write(f"brooq demo: error: {exc}\n")
         return 1
-    except psycopg.Error as exc:
-        out.write(f"brooq demo: error: {describe(exc)}\n")
+    except subprocess.CalledProcessError as exc:
+        detail = " ".join(str(exc.stderr or exc.stdout or "").split())
+        sys.stderr.write(f"brooq demo: error: {' '.join(map(str, exc.cmd))} failed: {detail}\n")
+        return 1
+    except (psycopg.Error, brooq.BrooqError) as exc:
+        sys.stderr.write(f"brooq demo: error: {describe(exc)}\n")
         return 1
     finally:
         if cluster is not None:
@@ -503,8 +509,3 @@ def run_demo(dsn: str | None, *, jobs: int = 5000, timeout: float = 90.0,
             out.write("* stopped and removed the throwaway PostgreSQL\n")
         out.flush()
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from brooq.cli import main as cli_main
-
-    return cli_main(["demo", *(argv if argv is not None else sys.argv[1:])])
