@@ -2,7 +2,7 @@
 -- writes, paused and terminal jobs, several topics, errors), then privileges
 -- under switched roles.
 begin;
-select plan(59);
+select plan(63);
 
 -- Structure -------------------------------------------------------------------
 
@@ -143,6 +143,17 @@ select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => '0') $$,
     'a zero lease is 22023');
 select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => '-5 seconds') $$, '22023', 'invalid lease -00:00:05',
     'a negative lease is 22023');
+
+-- Behaviour: leases run on the wall clock, not on the transaction's start ------------
+
+set local brooq.now = '';
+select lives_ok($$ select brooq.declare_topic('t.claim.wall') $$, 'declare a topic (clock unfrozen)');
+select lives_ok($$ select brooq.enqueue('t.claim.wall') $$, 'a job');
+select lives_ok($$ select pg_sleep(0.2) $$, 'let 0.2 s pass inside this transaction');
+select cmp_ok((select locked_until from brooq.claim('w-wall', array['t.claim.wall'], lease => '10 seconds')) - now(),
+    '>=', interval '10.2 seconds',
+    'locked_until = clock_timestamp() + lease: now() (frozen at the transaction start) would lose the time already spent');
+set local brooq.now = '2031-01-01 00:00:00+00';
 
 -- Privileges ---------------------------------------------------------------------
 

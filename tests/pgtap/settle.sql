@@ -112,11 +112,12 @@ select is_empty($$ select * from brooq.claim('w1', array['t.settle'], max_jobs =
 set local brooq.now = '2030-01-01 03:00:00+00';
 select id as y1 from brooq.enqueue('t.settle', '{"n": "delay"}') \gset
 select lease_token as y1_tok from brooq.claim('w1', array['t.settle']) \gset
-select is(brooq.settle(:y1, 'w1', :y1_tok, 'delay', delay => '5 seconds', error => 'busy'), 'failed', 'delay returns failed');
+select is(brooq.settle(:y1, 'w1', :y1_tok, 'delay', delay => '5 seconds', error => 'busy', result => '{"partial": true}'),
+    'failed', 'delay returns failed');
 select results_eq(
-    format($$ select state::text, attempts, available_at, last_error from brooq.job where id = %s $$, :y1),
-    $$ values ('failed'::text, 1, timestamptz '2030-01-01 03:00:05+00', 'busy'::text) $$,
-    'delay: retried exactly after the delay, no jitter, attempt kept');
+    format($$ select state::text, attempts, available_at, last_error, result from brooq.job where id = %s $$, :y1),
+    $$ values ('failed'::text, 1, timestamptz '2030-01-01 03:00:05+00', 'busy'::text, null::jsonb) $$,
+    'delay: retried exactly after the delay, no jitter, attempt kept; a result is stored only for done');
 set local brooq.now = '2030-01-01 03:00:05+00';
 select lease_token as y1_tok from brooq.claim('w1', array['t.settle']) \gset
 select is(brooq.settle(:y1, 'w1', :y1_tok, 'delay', delay => '1 second'), 'dead', 'delay on the last attempt: dead all the same');
