@@ -1,7 +1,7 @@
 -- brooq.enqueue: structure, behaviour (the new row, idempotency, every error and
 -- that nothing is written on error), then privileges under switched roles.
 begin;
-select plan(56);
+select plan(57);
 
 -- Structure -------------------------------------------------------------------
 
@@ -120,6 +120,8 @@ select throws_ok($$ select brooq.enqueue('t.enq', available_at => '2030-01-02 00
     null, 'available_at and delay together are 22023');
 select throws_ok($$ select brooq.enqueue('t.enq', delay => '-1 second') $$, '22023',
     'invalid delay -00:00:01', 'a negative delay is 22023');
+select throws_ok($$ select brooq.enqueue('t.enq', delay => '300000 years') $$, '22008', 'timestamp out of range',
+    'a delay past the range of timestamptz is 22008 (documented, raised by PostgreSQL)');
 select throws_ok(format($$ select brooq.enqueue('t.enq', idempotency_key => %L) $$, repeat('k', 256)), '22023',
     format('idempotency_key "%s..." is 256 characters long', repeat('k', 40)),
     'a key of 256 characters is 22023');

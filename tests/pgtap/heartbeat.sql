@@ -1,7 +1,7 @@
 -- brooq.heartbeat: structure, behaviour (renews only the holder's leases, fenced
 -- by lease_tokens, lost leases missing from the answer, errors), then privileges.
 begin;
-select plan(32);
+select plan(33);
 
 -- Structure -------------------------------------------------------------------
 
@@ -78,6 +78,8 @@ select throws_ok($$ select brooq.heartbeat('w1', array[1]::bigint[], null) $$, '
 -- Privileges --------------------------------------------------------------------------
 
 select lease_token as c_tok2 from brooq.claim('w2', array['t.hb']) where id = :c \gset
+select throws_ok(format($$ select brooq.heartbeat('w2', array[%s], '300000 years') $$, :c), '22008', 'timestamp out of range',
+    'a lease past the range of timestamptz is 22008 (documented, raised by PostgreSQL)');
 set local role brooq_producer;
 select throws_ok(format($$ select brooq.heartbeat('w2', array[%s]) $$, :c), '42501', 'permission denied for function heartbeat',
     'brooq_producer cannot heartbeat');
