@@ -385,3 +385,24 @@ def test_a_result_the_database_refuses_fails_only_its_own_attempt(db: str, conn:
     assert [f.state for f in fates] == ["done", "done", "dead", "done"]
     assert fates[2].last_error is not None
     assert fates[2].last_error.startswith("cannot settle done: UntranslatableCharacter")
+
+
+def test_an_unreachable_database_is_retried_until_stop() -> None:
+    from brooq.pgcluster import free_port
+
+    worker = brooq.Worker(f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere", **FAST)
+
+    @worker.handler("never")
+    def never(job: brooq.Job) -> None:
+        return None
+
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    time.sleep(1.0)  # several reconnection attempts
+    assert thread.is_alive()
+    assert worker.health() == "no database connection"
+    assert not worker.snapshot().connected
+    stopped = time.monotonic()
+    worker.stop()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and time.monotonic() - stopped < 3
