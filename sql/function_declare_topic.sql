@@ -83,6 +83,18 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'Durations are at most 100 years; a retention of 0 keeps jobs forever.';
     end if;
+    -- Intervals compare as if a month were 30 days, so '70000000 mons -2099999999 days'
+    -- is "1 day" to the checks above, yet now + it overflows. Settle computes now +
+    -- backoff, purge now - retention: those instants must exist. (Not a hot path.)
+    begin
+        perform v_now + declare_topic.backoff_base, v_now + declare_topic.backoff_max,
+                v_now - declare_topic.retention;
+    exception when datetime_field_overflow then
+        raise exception 'invalid durations for topic "%": now + backoff or now - retention is out of range',
+                declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Write durations without huge negative parts, e.g. ''90 days''.';
+    end;
     if declare_topic.max_payload_bytes not between 1 and 268435455 then
         raise exception 'invalid max_payload_bytes % for topic "%"', declare_topic.max_payload_bytes, declare_topic.name
             using errcode = 'invalid_parameter_value',
