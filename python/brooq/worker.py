@@ -212,6 +212,7 @@ class Worker:
         self._concurrency = c.concurrency
         self._settle_batch = max(1, c.concurrency // 2)
         self._claim_min = max(1, c.concurrency // 4)
+        self._pipeline = psycopg.Pipeline.is_supported()  # libpq >= 14
         self._statement_timeout_ms = max(1000, int(c.lease.total_seconds() * 500))
 
     # --- registration -------------------------------------------------------------
@@ -413,10 +414,10 @@ class Worker:
     def _turn(self, now: float) -> None:
         claim_at = self._claim_at(now)
         claim_due = claim_at is not None and claim_at <= now
-        if self._outbox and claim_due:
+        if self._outbox and claim_due and self._pipeline:
             self._flush_and_claim(now)  # one round trip, one commit
             claim_due = False
-        elif self._outbox and self._flush_at(now) <= now:
+        elif self._outbox and (claim_due or self._flush_at(now) <= now):
             self._flush()
         if self._held and now >= self._next_heartbeat:
             self._heartbeat(now)
