@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Self
 
 
 def bindir() -> Path:
@@ -40,7 +41,8 @@ def free_port() -> int:
 
 
 def has_pg_cron(bin_dir: Path) -> bool:
-    out = subprocess.run([str(bin_dir / "pg_config"), "--sharedir"], capture_output=True, text=True)
+    out = subprocess.run([str(bin_dir / "pg_config"), "--sharedir"], capture_output=True, text=True,
+                         check=False)
     sharedir = Path(out.stdout.strip()) if out.returncode == 0 else bin_dir.parent / "share"
     return (sharedir / "extension" / "pg_cron.control").exists() or any(
         Path("/usr/share/postgresql").glob(f"{bin_dir.parent.name}/extension/pg_cron.control")
@@ -82,14 +84,13 @@ class Cluster:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
 
-    def start(self) -> Cluster:
+    def start(self) -> Self:
         if self._as_postgres:
             shutil.chown(self.root, "postgres")
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
                   "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
         with open(self.data / "postgresql.auto.conf", "a") as conf:
-            for key, value in self.settings.items():
-                conf.write(f"{key} = '{value}'\n")
+            conf.writelines(f"{key} = '{value}'\n" for key, value in self.settings.items())
         self.pg_ctl("start", "-w", "-t", "60", "-l", str(self.root / "server.log"))
         return self
 
@@ -101,7 +102,7 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             ok = subprocess.run([str(self.bin / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
-                                capture_output=True)
+                                capture_output=True, check=False)
             if ok.returncode == 0:
                 return
             time.sleep(0.1)
@@ -114,7 +115,7 @@ class Cluster:
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
-    def __enter__(self) -> Cluster:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

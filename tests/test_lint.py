@@ -1,0 +1,24 @@
+"""The Python package is typed (mypy --strict) and linted (ruff)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "python"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=PACKAGE,
+                          capture_output=True, text=True, check=False)
+
+
+def test_mypy_strict() -> None:
+    done = run("mypy", "brooq")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff() -> None:
+    done = run("ruff", "check", "brooq")
+    assert done.returncode == 0, done.stdout + done.stderr
