@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from brooq.pgcluster import Cluster
 
 from bench.procs import WorkerFailed, Workers
 from bench.progress import Progress
-from bench.results import HIGHER, LOWER, Results
+from bench.results import LOWER, Results
 from bench.systems import BENCH, SYSTEMS, TOPIC, Brooq, BrooqProducer, System, chunks
-from brooq.pgcluster import Cluster
 
 SCENARIOS = ["enqueue", "drain", "latency", "ceiling", "grown", "memory"]
 
@@ -44,10 +44,10 @@ class Sizes:
     bulk: int = 100_000
     single: int = 2_000
     drain: int = 100_000
-    drain_cap: float = 25.0  # seconds; slower systems report the rate of what they did
+    drain_cap: float = 20.0  # seconds; slower systems report the rate of what they did
     rates: tuple[tuple[int, float], ...] = ((50, 6.0), (2000, 3.0))  # jobs/s, seconds
     ceiling_seconds: int = 5
-    ceiling_batch: int = 100
+    ceiling_batches: tuple[int, ...] = (100, 500)
     terminal: int = 1_000_000
     claims: int = 200
 
@@ -239,7 +239,7 @@ class Bench:
                                          better=LOWER, note=note)
                     progress.done(f"{rate:,}/s: p50 {pct(lat, 50):.1f} ms, p99 {pct(lat, 99):.1f}"
                                   f" ms, max {lat[-1]:.1f} ms ({len(lat)} jobs"
-                                  f"{', %d lost' % lost if lost else ''})")
+                                  f"{f', {lost} lost' if lost else ''})")
         finally:
             producer.close()
 
@@ -252,7 +252,7 @@ class Bench:
         cmd += ["-T", str(seconds)] if seconds else ["-t", str(transactions)]
         for k, v in variables.items():
             cmd += ["-D", f"{k}={v}"]
-        out = subprocess.run(cmd + [db], capture_output=True, text=True)
+        out = subprocess.run(cmd + [db], capture_output=True, text=True, check=False)
         m = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", out.stdout)
         if out.returncode != 0 or not m:
             raise RuntimeError(f"pgbench {script} failed:\n{out.stdout}\n{out.stderr}")
@@ -263,7 +263,6 @@ class Bench:
         if brooq is None:
             return
         s = self.sizes
-        b = s.ceiling_batch
         for run in self.runs():
             label = f"ceiling run {run}/{self.args.runs}"
             progress = Progress(label, self.args.quiet)
@@ -274,23 +273,41 @@ class Bench:
             brooq.reset()
             ins = self.pgbench(Brooq.db, "insert_one.sql", 2, seconds=s.ceiling_seconds)
             # drain: exactly s.drain jobs, two clients taking b per claim until all are done
-            self.fill(brooq, s.drain, label)
-            per_client = -(-s.drain // (2 * b))
-            tps = self.pgbench(Brooq.db, "claim_settle.sql", 2, transactions=per_client, batch=b)
-            left = brooq.remaining()
-            drain = tps * b * (s.drain - left) / (2 * per_client * b)
+            drains = {}
+            for b in s.ceiling_batches:
+                self.fill(brooq, s.drain, label)
+                per_client = -(-s.drain // (2 * b))
+                tps = self.pgbench(Brooq.db, "claim_settle.sql", 2, transactions=per_client, batch=b)
+                left = brooq.remaining()
+                drains[b] = tps * b * (s.drain - left) / (2 * per_client * b)
             self.results.add("ceiling", "pgbench enqueue_many ×500, 2 clients", "brooq",
                              enq * 500, "jobs/s")
             self.results.add("ceiling", "pgbench enqueue, 1 per commit, 2 clients", "brooq",
                              one, "jobs/s")
             self.results.add("ceiling", "pgbench bare INSERT, 1 per commit, 2 clients", "brooq",
                              ins, "rows/s")
-            self.results.add("ceiling", f"pgbench claim ×{b} + settle_many, 2 clients", "brooq",
-                             drain, "jobs/s")
+            for b, drain in drains.items():
+                self.results.add("ceiling", f"pgbench claim ×{b} + settle_many, 2 clients", "brooq",
+                                 drain, "jobs/s")
             progress.done(f"enqueue_many {enq * 500:,.0f}/s, enqueue {one:,.0f}/s, bare INSERT "
-                          f"{ins:,.0f}/s, claim+settle_many ×{b} {drain:,.0f} jobs/s"
-                          + (f" ({left:,} left)" if left else ""))
+                          f"{ins:,.0f}/s, claim+settle_many "
+                          + ", ".join(f"×{b} {d:,.0f} jobs/s" for b, d in drains.items()))
         brooq.reset()
+        self.ceiling_shares()
+
+    def ceiling_shares(self) -> None:
+        """The Python worker's drain rate as a share of the best SQL ceiling (medians)."""
+        figs = self.results.figures
+        ceilings = [f for (sc, _, _), f in figs.items() if sc == "ceiling" and "claim" in f.metric]
+        if not ceilings:
+            return
+        best = max(ceilings, key=lambda f: f.median)
+        for name in ("brooq", "brooq-sql"):
+            for procs in ("1 worker process", "2 worker processes"):
+                drain = figs.get(("drain", procs, name))
+                if drain and drain.runs:
+                    self.results.add("ceiling", f"drain, {procs}, as share of the best ceiling",
+                                     name, 100 * drain.median / best.median, "%")
 
     def grown(self) -> None:
         base = self.systems.get("brooq") or self.systems.get("brooq-sql")
@@ -419,7 +436,7 @@ def machine(cluster: Cluster) -> dict[str, Any]:
         mem = Path("/proc/meminfo").read_text().splitlines()[0].split(":")[1].strip()
     except (OSError, IndexError):
         pass
-    versions = {}
+    versions: dict[str, str | None] = {}
     for pkg in ("procrastinate", "pgqueuer", "psycopg", "brooq"):
         try:
             versions[pkg] = metadata.version(pkg)
@@ -429,11 +446,11 @@ def machine(cluster: Cluster) -> dict[str, Any]:
     if pkg_json.exists():
         import json
         versions["graphile-worker"] = json.loads(pkg_json.read_text())["version"]
-    node = subprocess.run(["node", "--version"], capture_output=True, text=True) \
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False) \
         if _has("node") else None
     with psycopg.connect(cluster.dsn, autocommit=True) as conn:
         row = conn.execute("select version()").fetchone()
-        settings = dict(conn.execute(
+        settings: dict[str, str] = dict(conn.execute(
             "select name, setting from pg_settings where name in ('fsync', 'synchronous_commit',"
             " 'shared_buffers', 'max_connections', 'full_page_writes', 'wal_level')").fetchall())
     return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "kernel": platform.release(),
@@ -457,7 +474,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--scenarios", default=",".join(SCENARIOS),
                    help=f"comma-separated (default: {','.join(SCENARIOS)})")
     p.add_argument("--drain-cap", type=float, default=None,
-                   help="seconds a drain may run before its rate is taken as is (default 25)")
+                   help="seconds a drain may run before its rate is taken as is (default 20)")
     p.add_argument("--json", type=Path, help="where to write the results "
                    "(default bench/results/<timestamp>.json)")
     p.add_argument("--quiet", action="store_true", help="no live progress")
@@ -477,7 +494,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
     out = args.json or BENCH / "results" / f"{stamp}{'-smoke' if args.smoke else ''}.json"
     t0 = time.monotonic()

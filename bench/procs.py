@@ -11,6 +11,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from bench.progress import Progress
 
@@ -81,7 +82,7 @@ class Workers:
             while not w.ready.wait(0.1):
                 self.check_alive()
                 if time.monotonic() > deadline:
-                    raise WorkerFailed("worker not ready after %.0fs" % timeout)
+                    raise WorkerFailed(f"worker not ready after {timeout:.0f}s")
 
     @property
     def count(self) -> int:
@@ -132,7 +133,7 @@ class Workers:
                 with_group(w.proc.pid, signal.SIGKILL)
                 w.proc.wait()
 
-    def __enter__(self) -> Workers:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

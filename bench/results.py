@@ -66,7 +66,7 @@ class Results:
             for s in cols:
                 f = figs[s]
                 row.append(cell(f) if f and f.runs else "")
-            row.append(ratio(figs.get(ours), [figs[p] for p in peers if figs[p]], better))
+            row.append(ratio(figs.get(ours), [f for p in peers if (f := figs[p])], better))
             rows.append(row)
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
         lines = []

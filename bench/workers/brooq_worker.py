@@ -25,7 +25,7 @@ def main() -> None:
         sys.exit("brooq.Worker does not exist yet (python/brooq/worker.py)")
     w = worker_class(cfg["dsn"], concurrency=int(cfg.get("concurrency", 100)))
 
-    @w.handler(cfg.get("topic", "bench"))
+    @w.handler(cfg.get("topic", "bench"))  # type: ignore[untyped-decorator]
     def noop(job: Any) -> None:
         report.seen(job.payload)
 

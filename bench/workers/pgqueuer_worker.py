@@ -24,7 +24,7 @@ async def run(cfg: dict[str, object]) -> None:
     conn = await psycopg.AsyncConnection.connect(str(cfg["dsn"]), autocommit=True)
     qm = QueueManager(Queries(PsycopgDriver(conn)))
 
-    @qm.entrypoint("noop")
+    @qm.entrypoint("noop")  # type: ignore[untyped-decorator]
     async def noop(job: Job) -> None:
         report.seen(json.loads(job.payload) if job.payload else None)
 

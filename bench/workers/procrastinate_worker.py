@@ -21,7 +21,7 @@ def main() -> None:
     report = Report(cfg["latency"])
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=cfg["dsn"]))
 
-    @app.task(name="noop", queue="bench")
+    @app.task(name="noop", queue="bench")  # type: ignore[untyped-decorator]
     async def noop(seq: int) -> None:
         report.seen({"seq": seq})
 
