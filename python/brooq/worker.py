@@ -483,14 +483,16 @@ class Worker:
             return
         try:
             conn.execute(f"set statement_timeout = {self._statement_timeout_ms}")
-            self._conn = conn
             if not self._declared:
                 self._declare_topics(conn)
         except BrooqError:
+            conn.close()
             return  # a topic setting the database refuses: _fatal is set, run() raises it
         except psycopg.Error as exc:
+            conn.close()
             self._lost_connection(exc)
             return
+        self._conn = conn  # connected, topics declared
         if self._failures:
             log.warning("worker %s: reconnected to the database", self.name)
         self._failures = 0
