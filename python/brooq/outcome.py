@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -25,6 +26,10 @@ def of_return(value: Any) -> Outcome:
     """done, with the value as result (None: no result); failed if it is not JSON."""
     if value is None:
         return Outcome("done")
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: close it without a RuntimeWarning
+        return Outcome("failed", error="the handler returned an awaitable: declare it with async def")
     try:
         return Outcome("done", result=to_json(value))
     except (TypeError, ValueError) as exc:
