@@ -9,24 +9,39 @@ begin;
 -- The one clock of brooq. Returns the wall clock (clock_timestamp(), not the
 -- frozen transaction start now()), unless the setting brooq.now holds an instant:
 -- tests freeze time with   set local brooq.now = '2030-01-01 00:00:00+00';
+-- Only a superuser session may freeze it: anyone else could otherwise move time
+-- to take live leases with reap or claim delayed jobs early.
 --
--- Deliberately a plain LANGUAGE sql function without SET search_path, so the
--- planner can inline it (a SET clause costs about 0.1 ms per call). Every name in
--- it is schema-qualified, and it is not SECURITY DEFINER, so there is nothing to
--- hijack. Hot-path functions call it once and keep the value in a variable.
+-- Errors:
+--   42501 insufficient_privilege  brooq.now is set in a session that is not a superuser's
+--
+-- Deliberately without SET search_path: a SET clause costs about 0.1 ms per call.
+-- Every name in it is schema-qualified, it is not SECURITY DEFINER and runs inside
+-- the pinned path of its callers, so there is nothing to hijack. Hot-path
+-- functions call it once and keep the value in a variable.
 create function brooq._now()
 returns timestamptz
-language sql
+language plpgsql
 volatile
 parallel safe
 as $$
-    select coalesce(
-        nullif(pg_catalog.current_setting('brooq.now', true), '')::pg_catalog.timestamptz,
-        pg_catalog.clock_timestamp())
+declare
+    v_frozen text := pg_catalog.current_setting('brooq.now', true);
+begin
+    if v_frozen is null or v_frozen = '' then
+        return pg_catalog.clock_timestamp();
+    end if;
+    if not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user) then
+        raise exception 'brooq.now is set to "%", but only a superuser may freeze brooq''s clock', v_frozen
+            using errcode = 'insufficient_privilege',
+                  hint = 'RESET brooq.now; brooq takes its time from the database clock.';
+    end if;
+    return v_frozen::pg_catalog.timestamptz;
+end
 $$;
 
 comment on function brooq._now() is
-'Private clock: the wall clock, or the instant in the setting brooq.now (tests freeze time with it).';
+'Private clock: the wall clock, or the instant in brooq.now when a superuser session froze it. Errors: 42501 brooq.now set by a non-superuser.';
 
 revoke all on function brooq._now() from public;
 -- The views call it with the rights of whoever reads them.

@@ -2,6 +2,7 @@
 
 begin;
 
+drop view brooq.jobs;
 drop view brooq.in_flight;
 drop view brooq.topic_stats;
 

@@ -64,10 +64,15 @@ begin
       into v_active, v_unknown
       from unnest(claim.topics) as q(name)
       left join brooq.topic t on t.name = q.name;
-    if v_unknown is not null or cardinality(claim.topics) = 0 or array_position(claim.topics, null) is not null then
-        raise exception 'cannot claim from topic "%"', coalesce(v_unknown, '')
-            using errcode = case when v_unknown is null then 'invalid_parameter_value' else 'undefined_object' end,
-                  hint = 'Pass a non-empty array of declared topics.';
+    if cardinality(claim.topics) = 0 or array_position(claim.topics, null) is not null then
+        raise exception 'brooq.claim: topics must be a non-empty array without NULLs, not %', claim.topics
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass the topics this worker handles, e.g. array[''email''].';
+    end if;
+    if v_unknown is not null then
+        raise exception 'cannot claim from topic "%": it does not exist', left(v_unknown, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
     end if;
 
     if cardinality(v_active) = 1 then

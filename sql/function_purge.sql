@@ -3,7 +3,8 @@
 -- Deletes one batch of terminal jobs (done, dead, canceled) that have been
 -- terminal for longer than their topic's retention; topics with retention 0 are
 -- kept forever. Oldest first within each topic, at most batch_size rows in all,
--- taken with SKIP LOCKED so several purgers do not wait for each other. Jobs in
+-- taken with SKIP LOCKED so several purgers do not wait for each other (a
+-- purger that finds its batch held by another returns a short count). Jobs in
 -- pending, processing or failed are never deleted, however old. A deleted job's
 -- idempotency key becomes free again.
 --
@@ -35,7 +36,9 @@ begin
                   hint = 'batch_size must be between 1 and 100000.';
     end if;
 
-    with due as (
+    -- Candidates are read without locks (each topic's oldest, merged); only the
+    -- rows to delete are locked, skipping those another purger holds.
+    with candidate as (
         select d.id
           from brooq.topic t
          cross join lateral (
@@ -46,11 +49,17 @@ begin
                   and j.updated_at < v_now - t.retention
                 order by j.updated_at
                 limit purge.batch_size
-                  for update skip locked
          ) as d
          where t.retention > interval '0'
          order by d.updated_at
          limit purge.batch_size
+    ),
+    due as (
+        select j.id
+          from brooq.job j
+         where j.id in (select candidate.id from candidate)
+           and j.state in ('done', 'dead', 'canceled')
+           for update skip locked
     )
     delete from brooq.job j
      using due

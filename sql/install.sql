@@ -51,24 +51,39 @@ grant usage on schema brooq to brooq_producer, brooq_worker, brooq_admin;
 -- The one clock of brooq. Returns the wall clock (clock_timestamp(), not the
 -- frozen transaction start now()), unless the setting brooq.now holds an instant:
 -- tests freeze time with   set local brooq.now = '2030-01-01 00:00:00+00';
+-- Only a superuser session may freeze it: anyone else could otherwise move time
+-- to take live leases with reap or claim delayed jobs early.
 --
--- Deliberately a plain LANGUAGE sql function without SET search_path, so the
--- planner can inline it (a SET clause costs about 0.1 ms per call). Every name in
--- it is schema-qualified, and it is not SECURITY DEFINER, so there is nothing to
--- hijack. Hot-path functions call it once and keep the value in a variable.
+-- Errors:
+--   42501 insufficient_privilege  brooq.now is set in a session that is not a superuser's
+--
+-- Deliberately without SET search_path: a SET clause costs about 0.1 ms per call.
+-- Every name in it is schema-qualified, it is not SECURITY DEFINER and runs inside
+-- the pinned path of its callers, so there is nothing to hijack. Hot-path
+-- functions call it once and keep the value in a variable.
 create function brooq._now()
 returns timestamptz
-language sql
+language plpgsql
 volatile
 parallel safe
 as $$
-    select coalesce(
-        nullif(pg_catalog.current_setting('brooq.now', true), '')::pg_catalog.timestamptz,
-        pg_catalog.clock_timestamp())
+declare
+    v_frozen text := pg_catalog.current_setting('brooq.now', true);
+begin
+    if v_frozen is null or v_frozen = '' then
+        return pg_catalog.clock_timestamp();
+    end if;
+    if not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user) then
+        raise exception 'brooq.now is set to "%", but only a superuser may freeze brooq''s clock', v_frozen
+            using errcode = 'insufficient_privilege',
+                  hint = 'RESET brooq.now; brooq takes its time from the database clock.';
+    end if;
+    return v_frozen::pg_catalog.timestamptz;
+end
 $$;
 
 comment on function brooq._now() is
-'Private clock: the wall clock, or the instant in the setting brooq.now (tests freeze time with it).';
+'Private clock: the wall clock, or the instant in brooq.now when a superuser session froze it. Errors: 42501 brooq.now set by a non-superuser.';
 
 revoke all on function brooq._now() from public;
 -- The views call it with the rights of whoever reads them.
@@ -845,10 +860,15 @@ begin
       into v_active, v_unknown
       from unnest(claim.topics) as q(name)
       left join brooq.topic t on t.name = q.name;
-    if v_unknown is not null or cardinality(claim.topics) = 0 or array_position(claim.topics, null) is not null then
-        raise exception 'cannot claim from topic "%"', coalesce(v_unknown, '')
-            using errcode = case when v_unknown is null then 'invalid_parameter_value' else 'undefined_object' end,
-                  hint = 'Pass a non-empty array of declared topics.';
+    if cardinality(claim.topics) = 0 or array_position(claim.topics, null) is not null then
+        raise exception 'brooq.claim: topics must be a non-empty array without NULLs, not %', claim.topics
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass the topics this worker handles, e.g. array[''email''].';
+    end if;
+    if v_unknown is not null then
+        raise exception 'cannot claim from topic "%": it does not exist', left(v_unknown, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
     end if;
 
     if cardinality(v_active) = 1 then
@@ -1287,7 +1307,8 @@ grant execute on function brooq.reap(integer) to brooq_worker;
 -- Deletes one batch of terminal jobs (done, dead, canceled) that have been
 -- terminal for longer than their topic's retention; topics with retention 0 are
 -- kept forever. Oldest first within each topic, at most batch_size rows in all,
--- taken with SKIP LOCKED so several purgers do not wait for each other. Jobs in
+-- taken with SKIP LOCKED so several purgers do not wait for each other (a
+-- purger that finds its batch held by another returns a short count). Jobs in
 -- pending, processing or failed are never deleted, however old. A deleted job's
 -- idempotency key becomes free again.
 --
@@ -1319,7 +1340,9 @@ begin
                   hint = 'batch_size must be between 1 and 100000.';
     end if;
 
-    with due as (
+    -- Candidates are read without locks (each topic's oldest, merged); only the
+    -- rows to delete are locked, skipping those another purger holds.
+    with candidate as (
         select d.id
           from brooq.topic t
          cross join lateral (
@@ -1330,11 +1353,17 @@ begin
                   and j.updated_at < v_now - t.retention
                 order by j.updated_at
                 limit purge.batch_size
-                  for update skip locked
          ) as d
          where t.retention > interval '0'
          order by d.updated_at
          limit purge.batch_size
+    ),
+    due as (
+        select j.id
+          from brooq.job j
+         where j.id in (select candidate.id from candidate)
+           and j.state in ('done', 'dead', 'canceled')
+           for update skip locked
     )
     delete from brooq.job j
      using due
@@ -1560,5 +1589,19 @@ comment on view brooq.in_flight is
 
 revoke all on brooq.topic_stats, brooq.in_flight from public;
 grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
+
+-- brooq.jobs: every job and its outcome, read-only. A job's fate is one
+--   select state, attempts, last_error, result from brooq.jobs where id = $1;
+create view brooq.jobs as
+select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
+       j.idempotency_key, j.available_at, j.created_at, j.updated_at,
+       j.locked_by, j.locked_until, j.last_error, j.result
+  from brooq.job j;
+
+comment on view brooq.jobs is
+'Every job and its outcome (read-only): a job''s fate is one SELECT ... WHERE id = $1.';
+
+revoke all on brooq.jobs from public;
+grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;
 
 commit;

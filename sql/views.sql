@@ -60,3 +60,17 @@ comment on view brooq.in_flight is
 
 revoke all on brooq.topic_stats, brooq.in_flight from public;
 grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
+
+-- brooq.jobs: every job and its outcome, read-only. A job's fate is one
+--   select state, attempts, last_error, result from brooq.jobs where id = $1;
+create view brooq.jobs as
+select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
+       j.idempotency_key, j.available_at, j.created_at, j.updated_at,
+       j.locked_by, j.locked_until, j.last_error, j.result
+  from brooq.job j;
+
+comment on view brooq.jobs is
+'Every job and its outcome (read-only): a job''s fate is one SELECT ... WHERE id = $1.';
+
+revoke all on brooq.jobs from public;
+grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;

@@ -234,7 +234,7 @@ class Demo:
         try:
             with psycopg.connect(self.dsn, autocommit=True) as conn:
                 while not self.finished.is_set():
-                    row = conn.execute("select state from brooq.job where id = %s",
+                    row = conn.execute("select state from brooq.jobs where id = %s",
                                        [self.long_id]).fetchone()
                     if row and row[0] == "processing":
                         break
@@ -332,7 +332,7 @@ class Demo:
         order = {s: i for i, s in enumerate(("done", "dead", "canceled", "failed", "pending",
                                               "processing"))}
         by_state.sort(key=lambda r: order.get(r[0], 99))
-        self.out.write(f"\nfate of the {len(ids)} jobs by state (one SELECT on brooq.job: "
+        self.out.write(f"\nfate of the {len(ids)} jobs by state (one SELECT on brooq.jobs: "
                        "a job's fate is its own row)\n")
         self.out.write(format_table(
             ["state", "jobs", "avg attempts", "example last_error"],
@@ -381,7 +381,7 @@ class Demo:
 
 def unfinished(conn: psycopg.Connection[Any], ids: list[int]) -> int:
     """How many of these jobs are not terminal yet."""
-    row = conn.execute("select count(*) from brooq.job where id = any(%s)"
+    row = conn.execute("select count(*) from brooq.jobs where id = any(%s)"
                        " and state not in ('done', 'dead', 'canceled')", [ids]).fetchone()
     return int(row[0]) if row else 0
 
@@ -389,7 +389,7 @@ def unfinished(conn: psycopg.Connection[Any], ids: list[int]) -> int:
 FATE_BY_STATE = """
 select state, count(*), avg(attempts)::float8,
        (array_agg(last_error order by id) filter (where last_error is not null))[1]
-  from brooq.job
+  from brooq.jobs
  where id = any(%s)
  group by state
 """
@@ -401,7 +401,7 @@ select topic, count(*),
        count(*) filter (where state = 'canceled'),
        count(*) filter (where state not in ('done', 'dead', 'canceled')),
        avg(attempts)::float8
-  from brooq.job
+  from brooq.jobs
  where id = any(%s)
  group by topic
  order by topic
@@ -412,11 +412,11 @@ select topic, count(*),
 DELAYED_AND_VIP = """
 with email as (
     select id, rank() over (order by updated_at, id) as rank
-      from brooq.job
+      from brooq.jobs
      where id = any(%(ids)s) and topic = 'demo.email' and state = 'done'
 )
 select (select extract(epoch from min(updated_at - created_at))::float8
-          from brooq.job where id = any(%(delayed)s) and state = 'done'),
+          from brooq.jobs where id = any(%(delayed)s) and state = 'done'),
        (select max(rank) from email where id = any(%(vip)s)),
        (select count(*) from email)
 """
@@ -426,7 +426,7 @@ select (select extract(epoch from min(updated_at - created_at))::float8
 # the worker's start to the last one's end, on the database's clock.
 BUSY = """
 select count(*), sum(attempts), extract(epoch from max(updated_at) - %(start)s::timestamptz)::float8
-  from brooq.job
+  from brooq.jobs
  where id = any(%(ids)s) and state in ('done', 'dead')
 """
 

@@ -110,8 +110,8 @@ def cancel(conn: Conn, job_id: int) -> bool:
 def get_job(conn: Conn, job_id: int) -> JobFate | None:
     """A job's fate in one SELECT, or None when no job has this id (never existed or purged).
 
-    brooq.job is private: this needs the table's owner (the role that deployed
-    brooq) or a role granted SELECT on brooq.job. PermissionDenied otherwise.
+    Reads the view brooq.jobs, which brooq_producer, brooq_worker and brooq_admin
+    may read (the table brooq.job itself is private).
     """
     if job_id is None:
         raise InvalidArgument("job_id must not be None")

@@ -32,11 +32,11 @@ select name
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 
-# brooq.job is private: reading it needs the table owner (or a role granted SELECT).
+# brooq.jobs is the read-only view of brooq.job, granted to the three roles.
 GET_JOB: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
        idempotency_key, available_at, created_at, updated_at, locked_by, locked_until
-  from brooq.job
+  from brooq.jobs
  where id = %s::bigint
 """
 

@@ -2,7 +2,7 @@
 -- structure, behaviour (backoff bounds, jitter, no overflow for huge attempt
 -- numbers; the freezable clock; when a new job becomes ready), then privileges.
 begin;
-select plan(32);
+select plan(33);
 
 -- Structure -------------------------------------------------------------------
 
@@ -83,6 +83,14 @@ select cmp_ok(brooq._now(), '>=', now(), 'an empty setting means the wall clock,
 select ok(brooq._now() between clock_timestamp() - interval '1 second' and clock_timestamp(),
     'the wall clock is clock_timestamp() (not the frozen transaction start)');
 select isnt(brooq._now(), now(), 'within a transaction, the clock still moves');
+-- A session that is not a superuser's may not move brooq's clock (it could reap live leases).
+set local session authorization brooq_worker;
+set local brooq.now = '2099-01-01 00:00:00+00';
+select throws_ok($$ select * from brooq.reap() $$, '42501',
+    'brooq.now is set to "2099-01-01 00:00:00+00", but only a superuser may freeze brooq''s clock',
+    'a non-superuser session that sets brooq.now gets 42501, not a moved clock');
+reset session authorization;
+set local brooq.now = '';
 
 -- Behaviour: when a new job becomes ready ----------------------------------------------------
 

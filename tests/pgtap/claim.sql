@@ -120,9 +120,9 @@ select is_empty($$ select * from brooq.claim('w1', array['t.claim.term'], max_jo
 
 -- Behaviour: errors ------------------------------------------------------------------
 
-select throws_ok($$ select brooq.claim('w1', array['t.nope']) $$, '42704', 'cannot claim from topic "t.nope"',
+select throws_ok($$ select brooq.claim('w1', array['t.nope']) $$, '42704', 'cannot claim from topic "t.nope": it does not exist',
     'an unknown topic is 42704');
-select throws_ok($$ select brooq.claim('w1', array['t.claim', 't.nope']) $$, '42704', 'cannot claim from topic "t.nope"',
+select throws_ok($$ select brooq.claim('w1', array['t.claim', 't.nope']) $$, '42704', 'cannot claim from topic "t.nope": it does not exist',
     'an unknown topic among known ones is 42704');
 select throws_ok($$ select brooq.claim(null, array['t.claim']) $$, '22004', 'brooq.claim: arguments must not be NULL',
     'a NULL worker is 22004');
@@ -132,7 +132,7 @@ select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => null) $$
 select throws_ok($$ select brooq.claim('', array['t.claim']) $$, '22023', 'invalid worker name ""', 'an empty worker is 22023');
 select throws_ok(format($$ select brooq.claim(%L, array['t.claim']) $$, repeat('w', 201)), '22023',
     format('invalid worker name "%s"', repeat('w', 40)), 'a worker name over 200 characters is 22023');
-select throws_ok($$ select brooq.claim('w1', array[]::text[]) $$, '22023', 'cannot claim from topic ""',
+select throws_ok($$ select brooq.claim('w1', array[]::text[]) $$, '22023', 'brooq.claim: topics must be a non-empty array without NULLs, not {}',
     'an empty topics array is 22023');
 select throws_ok($$ select brooq.claim('w1', array['t.claim', null]) $$, '22023', null, 'a NULL topic is 22023');
 select throws_ok($$ select brooq.claim('w1', array['t.claim'], max_jobs => 0) $$, '22023', 'invalid max_jobs 0',

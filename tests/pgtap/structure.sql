@@ -8,7 +8,7 @@ select plan(68);
 
 select has_schema('brooq');
 select tables_are('brooq', array['topic', 'job'], 'brooq has exactly the tables topic and job');
-select views_are('brooq', array['topic_stats', 'in_flight'], 'brooq has exactly the views topic_stats and in_flight');
+select views_are('brooq', array['topic_stats', 'in_flight', 'jobs'], 'brooq has exactly the views topic_stats, in_flight and jobs');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job'],
     'brooq has exactly its named row types and the state domain');
 select domains_are('brooq', array['job_state'], 'brooq has the one domain job_state');

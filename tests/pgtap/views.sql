@@ -2,7 +2,7 @@
 -- counts per state and readiness, the oldest ready age and the leases in flight,
 -- under a frozen clock), then privileges under switched roles.
 begin;
-select plan(21);
+select plan(24);
 
 -- Structure -------------------------------------------------------------------
 
@@ -91,6 +91,16 @@ set local role brooq_admin;
 select results_eq($$ select count(*)::int from brooq.topic_stats where topic like 't.views%' $$, array[2],
     'brooq_admin can read topic_stats');
 reset role;
+
+-- brooq.jobs: a job's fate is one SELECT, for every role, read-only.
+select id as fate_id from brooq.jobs where topic = 't.views' and state = 'processing' order by id limit 1 \gset
+set local role brooq_producer;
+select results_eq(format($$ select state::text, attempts from brooq.jobs where id = %s $$, :fate_id),
+    $$ values ('processing', 1) $$, 'brooq_producer reads a job''s fate from brooq.jobs');
+select throws_ok(format($$ update brooq.jobs set state = 'done' where id = %s $$, :fate_id), '42501', null,
+    'but cannot write through it');
+reset role;
+select is((select count(*)::int from brooq.jobs), (select count(*)::int from brooq.job), 'brooq.jobs shows every job');
 
 select * from finish();
 rollback;
