@@ -14,7 +14,7 @@
 --   retention          how long terminal jobs are kept before purge; 0 = forever;
 --                      at most 100 years (longer ones would overflow timestamptz in
 --                      settle and purge)
---   max_payload_bytes  largest accepted payload (jsonb size); 1 B to 256 MiB
+--   max_payload_bytes  largest accepted payload (bytes of its JSON text); 1 B to 256 MiB
 --   notify             NOTIFY brooq on enqueue to wake workers (off: they poll)
 --
 -- Returns: the topic row as stored.

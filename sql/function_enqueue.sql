@@ -7,7 +7,7 @@
 -- Parameters:
 --   topic            a declared topic
 --   payload          opaque JSON; the queue never looks inside; at most the
---                    topic's max_payload_bytes (size of the jsonb value)
+--                    topic's max_payload_bytes (bytes of its JSON text)
 --   idempotency_key  at most one job per (topic, key) while the row lives,
 --                    terminal states included; NULL or '' = no key
 --   available_at     not claimable before this instant (default: now)
@@ -62,9 +62,9 @@ begin
             using errcode = 'undefined_object',
                   hint = 'Declare it first with brooq.declare_topic(name => ...).';
     end if;
-    if pg_column_size(enqueue.payload) > v_max_bytes then
+    if octet_length(enqueue.payload::text) > v_max_bytes then
         raise exception 'payload of % bytes is larger than the % bytes allowed for topic "%"',
-                pg_column_size(enqueue.payload), v_max_bytes, enqueue.topic
+                octet_length(enqueue.payload::text), v_max_bytes, enqueue.topic
             using errcode = 'program_limit_exceeded',
                   hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
     end if;

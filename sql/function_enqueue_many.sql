@@ -74,10 +74,10 @@ begin
         return;
     end if;
 
-    select p.ord, p.payload is null as missing, pg_column_size(p.payload) as size
+    select p.ord, p.payload is null as missing, octet_length(p.payload::text) as size
       into v_bad
       from unnest(enqueue_many.payloads) with ordinality as p(payload, ord)
-     where p.payload is null or pg_column_size(p.payload) > v_max_bytes
+     where p.payload is null or octet_length(p.payload::text) > v_max_bytes
      order by p.ord
      limit 1;
     if found and v_bad.missing then

@@ -329,7 +329,7 @@ revoke all on function brooq._available_at(timestamptz, timestamptz, interval) f
 --   retention          how long terminal jobs are kept before purge; 0 = forever;
 --                      at most 100 years (longer ones would overflow timestamptz in
 --                      settle and purge)
---   max_payload_bytes  largest accepted payload (jsonb size); 1 B to 256 MiB
+--   max_payload_bytes  largest accepted payload (bytes of its JSON text); 1 B to 256 MiB
 --   notify             NOTIFY brooq on enqueue to wake workers (off: they poll)
 --
 -- Returns: the topic row as stored.
@@ -527,7 +527,7 @@ grant execute on function brooq.resume_topic(text) to brooq_admin;
 -- Parameters:
 --   topic            a declared topic
 --   payload          opaque JSON; the queue never looks inside; at most the
---                    topic's max_payload_bytes (size of the jsonb value)
+--                    topic's max_payload_bytes (bytes of its JSON text)
 --   idempotency_key  at most one job per (topic, key) while the row lives,
 --                    terminal states included; NULL or '' = no key
 --   available_at     not claimable before this instant (default: now)
@@ -582,9 +582,9 @@ begin
             using errcode = 'undefined_object',
                   hint = 'Declare it first with brooq.declare_topic(name => ...).';
     end if;
-    if pg_column_size(enqueue.payload) > v_max_bytes then
+    if octet_length(enqueue.payload::text) > v_max_bytes then
         raise exception 'payload of % bytes is larger than the % bytes allowed for topic "%"',
-                pg_column_size(enqueue.payload), v_max_bytes, enqueue.topic
+                octet_length(enqueue.payload::text), v_max_bytes, enqueue.topic
             using errcode = 'program_limit_exceeded',
                   hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
     end if;
@@ -704,10 +704,10 @@ begin
         return;
     end if;
 
-    select p.ord, p.payload is null as missing, pg_column_size(p.payload) as size
+    select p.ord, p.payload is null as missing, octet_length(p.payload::text) as size
       into v_bad
       from unnest(enqueue_many.payloads) with ordinality as p(payload, ord)
-     where p.payload is null or pg_column_size(p.payload) > v_max_bytes
+     where p.payload is null or octet_length(p.payload::text) > v_max_bytes
      order by p.ord
      limit 1;
     if found and v_bad.missing then

@@ -211,10 +211,10 @@ def declare_fuzz_topics(conn: Conn) -> None:
 
 
 def payload_size(conn: Conn, payload: Payload) -> int | None:
-    """pg_column_size of the payload as jsonb, when it parses."""
+    """Bytes of the payload's JSON text as PostgreSQL prints it, when it parses."""
     if payload.kind != "json":
         return None
-    row = conn.execute("select pg_column_size(%s::jsonb)", (payload.text,)).fetchone()
+    row = conn.execute("select octet_length(%s::jsonb::text)", (payload.text,)).fetchone()
     assert row is not None
     return int(row[0])
 

@@ -93,7 +93,7 @@ select is((select available_at from brooq.job where id = any (:'at'::bigint[])),
 
 -- Errors, and nothing written ----------------------------------------------------
 
-select results_eq($$ select created from brooq.enqueue_many('t.many.small', array[to_jsonb(repeat('x', 988))]) $$,
+select results_eq($$ select created from brooq.enqueue_many('t.many.small', array[to_jsonb(repeat('x', 998))]) $$,
     array[true], 'an element of exactly max_payload_bytes (1000) is accepted');
 select count(*) as before from brooq.job where topic like 't.many%' \gset
 select throws_ok($$ select brooq.enqueue_many('t.many', array['{}', '{}']::jsonb[], array['a']) $$, '22023',
@@ -102,7 +102,7 @@ select throws_ok($$ select brooq.enqueue_many('t.many', array['{}']::jsonb[], ar
     'idempotency_keys has 0 elements, payloads has 1', 'an empty keys array for one payload is 22023');
 select throws_ok($$ select brooq.enqueue_many('t.many', array['{}', null, '{}']::jsonb[]) $$, '22004',
     'payload 2 of 3 is NULL', 'a NULL payload element is 22004 and names its index');
-select throws_ok($$ select brooq.enqueue_many('t.many.small', array['{}', '{}', to_jsonb(repeat('x', 989))]::jsonb[]) $$, '54000',
+select throws_ok($$ select brooq.enqueue_many('t.many.small', array['{}', '{}', to_jsonb(repeat('x', 999))]::jsonb[]) $$, '54000',
     'payload 3 of 3 is 1001 bytes, larger than the 1000 bytes allowed for topic "t.many.small"',
     'an oversize element is 54000 and names its index');
 select throws_ok(format($$ select brooq.enqueue_many('t.many', array['{}', '{}']::jsonb[], array['ok', %L]) $$, repeat('k', 256)),
