@@ -121,7 +121,7 @@ def test_workers_survive_a_postgresql_restart_and_finish_everything(
     if server.cluster is not None:
         # -l: without a log file the new postmaster keeps pg_ctl's captured stdout open
         cluster = server.cluster
-        cluster.pg_ctl("restart", "-m", "fast", "-w", "-l", str(cluster.root / "server.log"))
+        cluster.restart("fast")
     else:
         with psycopg.connect(db, autocommit=True) as c:
             c.execute("select pg_terminate_backend(pid) from pg_stat_activity"

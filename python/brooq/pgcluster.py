@@ -91,11 +91,20 @@ class Cluster:
                   "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
         with open(self.data / "postgresql.auto.conf", "a") as conf:
             conf.writelines(f"{key} = '{value}'\n" for key, value in self.settings.items())
-        self.pg_ctl("start", "-w", "-t", "60", "-l", str(self.root / "server.log"))
+        self.pg_ctl("start", "-w", "-t", "60", "-l", str(self.log))
         return self
 
+    @property
+    def log(self) -> Path:
+        return self.root / "server.log"
+
+    def restart(self, mode: str = "fast") -> None:
+        """Restart the server (mode: smart, fast or immediate) and wait until it is up."""
+        self.pg_ctl("restart", "-m", mode, "-w", "-t", "60", "-l", str(self.log))
+
     def pg_ctl(self, *args: str) -> None:
-        """Run pg_ctl on this cluster: e.g. pg_ctl('restart', '-m', 'fast', '-w')."""
+        """Run pg_ctl on this cluster. A command that starts the server must pass
+        -l (see start and restart): the server would otherwise keep our output pipe."""
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), *args)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
