@@ -1306,9 +1306,9 @@ grant execute on function brooq.reap(integer) to brooq_worker;
 --
 -- Deletes one batch of terminal jobs (done, dead, canceled) that have been
 -- terminal for longer than their topic's retention; topics with retention 0 are
--- kept forever. Oldest first within each topic, at most batch_size rows in all,
--- taken with SKIP LOCKED so several purgers do not wait for each other (a
--- purger that finds its batch held by another returns a short count). Jobs in
+-- kept forever. Topic by topic (in name order), oldest first within each, at
+-- most batch_size rows in all, taken with SKIP LOCKED so several purgers do not
+-- wait for each other and each locks only the rows it deletes. Jobs in
 -- pending, processing or failed are never deleted, however old. A deleted job's
 -- idempotency key becomes free again.
 --
@@ -1327,7 +1327,10 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now timestamptz := brooq._now();
-    v_deleted bigint;
+    v_deleted bigint := 0;
+    v_rows bigint;
+    v_topic text;
+    v_retention interval;
 begin
     if purge.batch_size is null then
         raise exception 'brooq.purge: batch_size must not be NULL'
@@ -1340,35 +1343,30 @@ begin
                   hint = 'batch_size must be between 1 and 100000.';
     end if;
 
-    -- Candidates are read without locks (each topic's oldest, merged); only the
-    -- rows to delete are locked, skipping those another purger holds.
-    with candidate as (
-        select d.id
-          from brooq.topic t
-         cross join lateral (
-               select j.id, j.updated_at
-                 from brooq.job j
-                where j.topic = t.name
-                  and j.state in ('done', 'dead', 'canceled')
-                  and j.updated_at < v_now - t.retention
-                order by j.updated_at
-                limit purge.batch_size
-         ) as d
+    -- Topic by topic, each one's oldest due rows first: every statement locks only
+    -- the rows it deletes and skips those another purger holds.
+    for v_topic, v_retention in
+        select t.name, t.retention from brooq.topic t
          where t.retention > interval '0'
-         order by d.updated_at
-         limit purge.batch_size
-    ),
-    due as (
-        select j.id
-          from brooq.job j
-         where j.id in (select candidate.id from candidate)
-           and j.state in ('done', 'dead', 'canceled')
-           for update skip locked
-    )
-    delete from brooq.job j
-     using due
-     where j.id = due.id;
-    get diagnostics v_deleted = row_count;
+         order by t.name
+    loop
+        with due as (
+            select j.id
+              from brooq.job j
+             where j.topic = v_topic
+               and j.state in ('done', 'dead', 'canceled')
+               and j.updated_at < v_now - v_retention
+             order by j.updated_at
+             limit purge.batch_size - v_deleted
+               for update skip locked
+        )
+        delete from brooq.job j
+         using due
+         where j.id = due.id;
+        get diagnostics v_rows = row_count;
+        v_deleted := v_deleted + v_rows;
+        exit when v_deleted >= purge.batch_size;
+    end loop;
     return v_deleted;
 end
 $$;
