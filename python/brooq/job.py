@@ -9,46 +9,62 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+_LOCK = threading.Lock()  # guards every Canceled (set, callbacks, the lazily made event)
+
 
 class Canceled:
     """A threading.Event-like flag set when the handler should stop.
 
     The worker sets it when the job's lease is lost (canceled, reaped), when the
     attempt times out, or when a shutdown gives up waiting. ``reason`` says which.
+    (Most jobs are never canceled nor waited on: the Event is made on first wait.)
     """
 
-    __slots__ = ("_callbacks", "_event", "_lock", "reason")
+    __slots__ = ("_callbacks", "_event", "_set", "reason")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], None]] = []
+        self._set = False
+        self._event: threading.Event | None = None
+        self._callbacks: list[Callable[[], None]] | None = None
         self.reason: str | None = None
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._set
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until set (True) or until ``timeout`` seconds passed (False)."""
-        return self._event.wait(timeout)
+        event = self._event
+        if event is None:
+            with _LOCK:
+                if self._set:
+                    return True
+                if self._event is None:
+                    self._event = threading.Event()
+                event = self._event
+        return event.wait(timeout)
 
     def __bool__(self) -> bool:
-        return self._event.is_set()
+        return self._set
 
     def set(self, reason: str) -> None:
         """Set the flag (the worker does this; the first reason wins)."""
-        with self._lock:
-            if self._event.is_set():
+        with _LOCK:
+            if self._set:
                 return
             self.reason = reason
-            self._event.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+            self._set = True
+            event = self._event
+            callbacks, self._callbacks = self._callbacks, None
+        if event is not None:
+            event.set()
+        for callback in callbacks or ():
             callback()
 
     def _on_set(self, callback: Callable[[], None]) -> None:
-        with self._lock:
-            if not self._event.is_set():
+        with _LOCK:
+            if not self._set:
+                if self._callbacks is None:
+                    self._callbacks = []
                 self._callbacks.append(callback)
                 return
         callback()

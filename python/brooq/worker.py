@@ -37,6 +37,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 import psycopg
+from prometheus_client import Counter
 from psycopg.types.json import Jsonb
 
 from brooq import queries
@@ -67,8 +68,9 @@ log = logging.getLogger("brooq.worker")
 Handler = Callable[[Job], Any]
 F = TypeVar("F", bound=Callable[..., Any])
 
-BATCH_WINDOW = 0.005  # seconds a finished attempt may wait for others to share its settle
 CHECK_EVERY = 0.1  # seconds between scans for timeouts and hung handlers
+GATHER_GAP = 0.0005  # seconds: a claim waits this long after the last finished handler...
+GATHER_MAX = 0.002  # ...and at most this long after the first (see Worker._claim_at)
 MAX_SLEEP = 1.0  # the loop turns at least this often (health, stop requests)
 RECONNECT_MIN = 0.1
 RECONNECT_MAX = 5.0
@@ -117,6 +119,29 @@ class _Attempt:
         self.hung_reported = False
         self.elapsed = 0.0
         self.future: concurrent.futures.Future[None] | None = None
+
+
+class _TopicMetrics:
+    """The labelled metric series of one topic, looked up once (labels() takes a lock)."""
+
+    __slots__ = ("claimed", "duration", "hung", "lease_lost", "metrics", "settled", "topic")
+
+    def __init__(self, metrics: Metrics, topic: str) -> None:
+        metrics.declare_topic(topic)
+        self.metrics = metrics
+        self.topic = topic
+        self.claimed = metrics.claimed.labels(topic)
+        self.duration = metrics.duration.labels(topic)
+        self.hung = metrics.hung.labels(topic)
+        self.lease_lost = metrics.lease_lost.labels(topic)
+        self.settled = {o: metrics.settled.labels(topic, o)
+                        for o in ("done", "failed", "delay", "preserve", "cancel", "dead")}
+
+    def settled_as(self, outcome: str) -> Counter:
+        child = self.settled.get(outcome)
+        if child is None:
+            child = self.settled[outcome] = self.metrics.settled.labels(self.topic, outcome)
+        return child
 
 
 class _Pending:
@@ -169,13 +194,13 @@ class Worker:
         self.metrics.slots.set(self.config.concurrency)
         self._handlers: dict[str, TopicHandler] = {}
         self._counts: dict[str, list[int]] = {}
+        self._topic_metrics: dict[str, _TopicMetrics] = {}
         self._lock = threading.Lock()
         self._waker = Waker()
         self._completions: deque[tuple[_Attempt, Outcome]] = deque()
         self._running: set[_Attempt] = set()
         self._held: dict[int, _Attempt] = {}
         self._outbox: list[_Pending] = []
-        self._outbox_since = 0.0
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._declared = False
         self._failures = 0
@@ -183,11 +208,12 @@ class Worker:
         self._notified = True
         self._more = True
         self._next_poll = 0.0
+        self._gather_from: float | None = None  # when the first handler since the last claim finished
+        self._last_done = 0.0
         self._next_heartbeat = 0.0
         self._next_reap = 0.0
         self._next_stats = 0.0
         self._next_check = 0.0
-        self._freed_at: float | None = None
         self._stop_requested = False
         self._abort_requested = False
         self._stop_grace: timedelta | None = None
@@ -210,8 +236,7 @@ class Worker:
         self._stats_every = c.stats_interval.total_seconds()
         self._hung_grace = c.hung_grace.total_seconds()
         self._concurrency = c.concurrency
-        self._settle_batch = max(1, c.concurrency // 2)
-        self._claim_min = max(1, c.concurrency // 4)
+        self._claim_half = max(1, c.concurrency // 2)
         self._pipeline = psycopg.Pipeline.is_supported()  # libpq >= 14
         self._statement_timeout_ms = max(1000, int(c.lease.total_seconds() * 500))
 
@@ -242,7 +267,7 @@ class Worker:
                 topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
                 backoff_max, retention, max_payload_bytes, notify)
             self._counts[topic] = [0] * N_COUNTERS
-            self.metrics.declare_topic(topic)
+            self._topic_metrics[topic] = _TopicMetrics(self.metrics, topic)
             return fn
 
         return register
@@ -417,8 +442,8 @@ class Worker:
         if self._outbox and claim_due and self._pipeline:
             self._flush_and_claim(now)  # one round trip, one commit
             claim_due = False
-        elif self._outbox and (claim_due or self._flush_at(now) <= now):
-            self._flush()
+        elif self._outbox and (claim_due or claim_at is None or claim_at > now + GATHER_MAX):
+            self._flush()  # no claim rides along soon: settle alone
         if self._held and now >= self._next_heartbeat:
             self._heartbeat(now)
         if now >= self._next_reap:
@@ -437,32 +462,35 @@ class Worker:
         if self._conn is None:
             at = min(at, self._next_connect)
         else:
-            if self._outbox:
-                at = min(at, self._flush_at(now))
+            claim_at = self._claim_at(now)
+            if claim_at is not None:
+                at = min(at, claim_at)
+            if self._outbox and (claim_at is None or claim_at > now + GATHER_MAX):
+                return 0.0
             if self._held:
                 at = min(at, self._next_heartbeat)
             at = min(at, self._next_reap)
             if self._server is not None:
                 at = min(at, self._next_stats)
-            claim_at = self._claim_at(now)
-            if claim_at is not None:
-                at = min(at, claim_at)
         return at - now
 
-    def _flush_at(self, now: float) -> float:
-        if len(self._outbox) >= self._settle_batch or self._stopping or not self._running:
-            return now
-        return self._outbox_since + BATCH_WINDOW
-
     def _claim_at(self, now: float) -> float | None:
+        """When to claim next (None: no free slot, or stopping).
+
+        At once when jobs are known to be ready (the last claim came back full, a
+        notification came) and at least half the slots are free or none is busy;
+        otherwise at the poll interval. With fewer slots free, wait while handlers
+        keep finishing (each one pushes the claim GATHER_GAP later, GATHER_MAX at
+        most after the first): one claim of many jobs costs about what a claim of
+        one costs (a round trip and a commit), and the settles ride along."""
         if self._stopping:
             return None
         free = self._concurrency - len(self._running)
         if free <= 0:
             return None
         at = now if (self._more or self._notified) else self._next_poll
-        if free < self._claim_min and self._running and self._freed_at is not None:
-            at = max(at, self._freed_at + BATCH_WINDOW)  # wait a little for more free slots
+        if free < self._claim_half and self._running and self._gather_from is not None:
+            at = max(at, min(self._last_done + GATHER_GAP, self._gather_from + GATHER_MAX))
         return at
 
     # --- connection ---------------------------------------------------------------
@@ -538,7 +566,7 @@ class Worker:
         self._claimed(now, args[2], self._conn.execute(queries.CLAIM, args).fetchall())
 
     def _claimed(self, now: float, asked: int, rows: list[tuple[Any, ...]]) -> None:
-        self._freed_at = None
+        self._gather_from = None
         self._more = len(rows) == asked
         if not self._more:
             self._next_poll = now + self._poll_every
@@ -559,7 +587,7 @@ class Worker:
         self._held[job.id] = att
         self._running.add(att)
         self._counts[job.topic][CLAIMED] += 1
-        self.metrics.claimed.labels(job.topic).inc()
+        self._topic_metrics[job.topic].claimed.inc()
         if handler.is_async:
             assert self._async is not None
             att.future = self._async.submit(self._run_async(att))
@@ -601,7 +629,7 @@ class Worker:
         while self._completions:
             att, outcome = self._completions.popleft()
             self._running.discard(att)
-            self.metrics.duration.labels(att.job.topic).observe(att.elapsed)
+            self._topic_metrics[att.job.topic].duration.observe(att.elapsed)
             if att.closed:
                 if att.hung_reported:
                     log.warning("job %d (%s): the hung handler returned after %.1fs", att.job.id,
@@ -609,11 +637,10 @@ class Worker:
                 continue  # timed out or lease lost: its answer is ignored
             att.closed = True
             chained = att.job.chained if outcome.outcome == "done" else []
-            if not self._outbox:
-                self._outbox_since = now
             self._outbox.append(_Pending(att, outcome, chained))
-        if self._freed_at is None:
-            self._freed_at = now
+        self._last_done = now
+        if self._gather_from is None:
+            self._gather_from = now
         self.metrics.busy_slots.set(len(self._running))
 
     def _cancel_attempt(self, att: _Attempt, reason: str, now: float) -> None:
@@ -634,14 +661,12 @@ class Worker:
                 error = f"timed out after {format_duration(timeout)}"
                 log.warning("job %d (%s) attempt %d/%d %s", att.job.id, att.job.topic,
                             att.job.attempt, att.job.max_attempts, error)
-                if not self._outbox:
-                    self._outbox_since = now
                 self._outbox.append(_Pending(att, Outcome("failed", error), []))
             if (att.canceled_at is not None and not att.hung_reported
                     and now - att.canceled_at >= self._hung_grace):
                 att.hung_reported = True
                 self._counts[att.job.topic][HUNG] += 1
-                self.metrics.hung.labels(att.job.topic).inc()
+                self._topic_metrics[att.job.topic].hung.inc()
                 log.error("job %d (%s): handler %s still running %.1fs after it was told to stop "
                           "(%s); it holds a slot until it returns", att.job.id, att.job.topic,
                           getattr(att.handler.fn, "__qualname__", att.handler.fn),
@@ -769,7 +794,7 @@ class Worker:
             counts = self._counts[job.topic]
             if state is None:
                 counts[LEASE_LOST] += 1
-                self.metrics.lease_lost.labels(job.topic).inc()
+                self._topic_metrics[job.topic].lease_lost.inc()
                 continue
             outcome = p.outcome.outcome
             if state == "done":
@@ -783,7 +808,7 @@ class Worker:
                 counts[FAILED] += 1
             else:
                 counts[RETRIED] += 1
-            self.metrics.settled.labels(job.topic, outcome).inc()
+            self._topic_metrics[job.topic].settled_as(outcome).inc()
 
     # --- leases -------------------------------------------------------------------
 
@@ -808,7 +833,7 @@ class Worker:
         self._outbox = [p for p in self._outbox if p.attempt is not att]
         att.closed = True
         self._counts[job.topic][LEASE_LOST] += 1
-        self.metrics.lease_lost.labels(job.topic).inc()
+        self._topic_metrics[job.topic].lease_lost.inc()
         if att in self._running:
             log.info("job %d (%s): lease lost (canceled or reaped); stopping its handler", job.id,
                      job.topic)
