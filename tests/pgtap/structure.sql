@@ -68,8 +68,8 @@ select ok(
 select indexes_are('brooq', 'job',
     array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx'],
     'job has exactly its five indexes');
-select has_index('brooq', 'job', 'job_ready_idx', array['topic', 'priority', 'available_at', 'id'],
-    'job_ready_idx is on (topic, priority, available_at, id)');
+select has_index('brooq', 'job', 'job_ready_idx', array['topic', 'priority', 'available_at', 'id', 'state'],
+    'job_ready_idx is on (topic, priority, available_at, id), carrying state for topic_stats');
 select is(
     (select pg_get_expr(i.indpred, i.indrelid) from pg_index i where i.indexrelid = 'brooq.job_ready_idx'::regclass),
     $$((state)::text = ANY (ARRAY['pending'::text, 'failed'::text]))$$,
