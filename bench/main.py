@@ -113,48 +113,56 @@ class Bench:
 
     # -------------------------------------------------------------- scenarios
     def enqueue(self) -> None:
-        s = self.sizes
-        for name, system in self.systems.items():
-            if system.enqueue_owner:
-                continue
-            for run in self.runs():
-                label = f"enqueue {name} run {run}/{self.args.runs}"
-                progress = Progress(label, self.args.quiet)
-                system.reset()
-                producer = system.open_producer()
-                try:
-                    t0 = time.monotonic()
-                    done = 0
-                    for chunk in chunks(range(s.bulk), system.bulk_batch):
-                        producer.bulk(chunk)
-                        done += len(chunk)
-                        progress.update(f"bulk {done:,}/{s.bulk:,}", done, t0)
-                    bulk = s.bulk / (time.monotonic() - t0)
-                    system.reset()
-                    t0 = time.monotonic()
-                    for i in range(s.single):
-                        producer.single(i)
-                        progress.update(f"single {i:,}/{s.single:,}", i, t0)
-                    single = s.single / (time.monotonic() - t0)
-                    insert = None
-                    if isinstance(producer, BrooqProducer):
-                        system.reset()
-                        t0 = time.monotonic()
-                        for i in range(s.single):
-                            producer.insert(i)
-                        insert = s.single / (time.monotonic() - t0)
-                finally:
-                    producer.close()
-                self.results.add("enqueue", f"bulk, {s.bulk:,} jobs", name, bulk, "jobs/s")
-                self.results.add("enqueue", "single, 1 per commit", name, single, "jobs/s")
-                extra = ""
-                if insert:
-                    self.results.add("enqueue", "bare INSERT, 1 per commit", name, insert, "rows/s")
-                    self.results.add("enqueue", "single enqueue / bare INSERT", name,
-                                     100 * single / insert, "%")
-                    extra = f", bare INSERT {insert:,.0f}/s"
-                progress.done(f"bulk {bulk:,.0f}/s, single {single:,.0f}/s{extra}")
+        for run in self.runs():  # run-major: a noisy minute hits every system alike
+            for name, system in self.systems.items():
+                if not system.enqueue_owner:
+                    self.enqueue_once(name, system, run)
+        for system in self.systems.values():
             system.reset()
+
+    def enqueue_once(self, name: str, system: System, run: int) -> None:
+        s = self.sizes
+        progress = Progress(f"enqueue {name} run {run}/{self.args.runs}", self.args.quiet)
+        system.reset()
+        producer = system.open_producer()
+        try:
+            t0 = time.monotonic()
+            done = 0
+            for chunk in chunks(range(s.bulk), system.bulk_batch):
+                producer.bulk(chunk)
+                done += len(chunk)
+                progress.update(f"bulk {done:,}/{s.bulk:,}", done, t0)
+            bulk = s.bulk / (time.monotonic() - t0)
+            system.reset()
+            # brooq: single enqueues and bare INSERTs alternate in chunks of 100, so
+            # that both see the same disk (fsync time drifts a lot on a shared machine)
+            baseline = producer.insert if isinstance(producer, BrooqProducer) else None
+            spent = {"single": 0.0, "insert": 0.0}
+            for start in range(0, s.single, 100):
+                seqs = range(start, min(start + 100, s.single))
+                t0 = time.monotonic()
+                for i in seqs:
+                    producer.single(i)
+                spent["single"] += time.monotonic() - t0
+                if baseline:
+                    t0 = time.monotonic()
+                    for i in seqs:
+                        baseline(i)
+                    spent["insert"] += time.monotonic() - t0
+                progress.update(f"single {seqs[-1] + 1:,}/{s.single:,}")
+            single = s.single / spent["single"]
+        finally:
+            producer.close()
+        self.results.add("enqueue", f"bulk, {s.bulk:,} jobs", name, bulk, "jobs/s")
+        self.results.add("enqueue", "single, 1 per commit", name, single, "jobs/s")
+        extra = ""
+        if baseline:
+            insert = s.single / spent["insert"]
+            self.results.add("enqueue", "bare INSERT, 1 per commit", name, insert, "rows/s")
+            self.results.add("enqueue", "single enqueue / bare INSERT", name,
+                             100 * single / insert, "%")
+            extra = f", bare INSERT {insert:,.0f}/s"
+        progress.done(f"bulk {bulk:,.0f}/s, single {single:,.0f}/s{extra}")
 
     def drain_once(self, system: System, procs: int, label: str) -> dict[str, float]:
         s = self.sizes
@@ -177,34 +185,43 @@ class Bench:
     def drain(self) -> None:
         s = self.sizes
         memory = "memory" in self.args.scenarios
-        for name, system in self.systems.items():
-            for procs in (1, 2):
-                for run in self.runs():
+        failed: set[tuple[str, int]] = set()
+        for procs in (1, 2):
+            for run in self.runs():  # run-major: a noisy minute hits every system alike
+                for name, system in self.systems.items():
+                    if (name, procs) in failed:
+                        continue
                     label = f"drain {name} ×{procs} run {run}/{self.args.runs}"
                     try:
                         r = self.drain_once(system, procs, label)
                     except WorkerFailed as e:
                         log(f"{label} failed: {e}")
                         self.results.notes.append(f"{label} failed: {str(e)[-600:]}")
-                        break
+                        failed.add((name, procs))
+                        continue
                     note = "" if r["complete"] else f"partial: drained for {s.drain_cap:.0f}s"
                     self.results.add("drain", f"{procs} worker process{'es' if procs > 1 else ''}",
                                      name, r["rate"], "jobs/s", note=note)
                     if procs == 1 and memory:
                         self.results.add("memory", "peak RSS, 1 worker draining", name,
                                          r["rss"], "MiB", better=LOWER)
+        for system in self.systems.values():
             system.reset()
 
     def latency(self) -> None:
-        for name, system in self.systems.items():
-            for run in self.runs():
+        failed: set[str] = set()
+        for run in self.runs():  # run-major: a noisy minute hits every system alike
+            for name, system in self.systems.items():
+                if name in failed:
+                    continue
                 label = f"latency {name} run {run}/{self.args.runs}"
                 try:
                     self.latency_once(name, system, label)
                 except WorkerFailed as e:
                     log(f"{label} failed: {e}")
                     self.results.notes.append(f"{label} failed: {str(e)[-600:]}")
-                    break
+                    failed.add(name)
+        for system in self.systems.values():
             system.reset()
 
     def latency_once(self, name: str, system: System, label: str) -> None:
