@@ -82,6 +82,7 @@ class AsyncRunner:
 
     def __init__(self, name: str) -> None:
         self.loop = asyncio.new_event_loop()
+        self._tasks: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -91,6 +92,20 @@ class AsyncRunner:
 
     def submit(self, coro: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def spawn(self, coros: list[Coroutine[Any, Any, None]]) -> None:
+        """Start these coroutines as tasks: one wake-up of the event loop for all of them."""
+        self.loop.call_soon_threadsafe(self._spawn, coros)
+
+    def _spawn(self, coros: list[Coroutine[Any, Any, None]]) -> None:
+        for coro in coros:
+            task = self.loop.create_task(coro)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def call(self, fn: Callable[[Any], None], arg: Any) -> None:
+        """Run fn(arg) on the event loop's thread, soon (safe from any thread)."""
+        self.loop.call_soon_threadsafe(fn, arg)
 
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)

@@ -21,7 +21,7 @@ lost meanwhile, nothing is written).
 
 from __future__ import annotations
 
-import concurrent.futures
+import asyncio
 import contextlib
 import inspect
 import logging
@@ -30,7 +30,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
@@ -98,15 +98,16 @@ class _Attempt:
     """One claimed job from claim to settle (loop thread only, except `elapsed`)."""
 
     __slots__ = (
+        "cancel_requested",
         "canceled_at",
         "closed",
         "deadline",
         "elapsed",
-        "future",
         "handler",
         "hung_reported",
         "job",
         "started",
+        "task",
     )
 
     def __init__(self, job: Job, handler: TopicHandler, started: float) -> None:
@@ -118,7 +119,8 @@ class _Attempt:
         self.canceled_at: float | None = None
         self.hung_reported = False
         self.elapsed = 0.0
-        self.future: concurrent.futures.Future[None] | None = None
+        self.task: asyncio.Task[None] | None = None  # async handlers (event loop thread only)
+        self.cancel_requested = False  # async handlers (event loop thread only)
 
 
 class _TopicMetrics:
@@ -572,13 +574,28 @@ class Worker:
             self._next_poll = now + self._poll_every
         if rows and not self._held:
             self._next_heartbeat = now + self._heartbeat_every
+        if not rows:
+            return
         started = time.monotonic()
+        coros: list[Coroutine[Any, Any, None]] = []
         for row in rows:
-            self._start(Job(*row), started)
-        if rows:
-            self.metrics.busy_slots.set(len(self._running))
+            att = self._start(Job(*row), started)
+            if att.handler.is_async:
+                coros.append(self._run_async(att))
+            else:
+                assert self._pool is not None
+                self._pool.submit(self._run_sync, att)
+        if coros:
+            assert self._async is not None
+            self._async.spawn(coros)
+        if len(self._handlers) == 1:
+            self._topic_metrics[rows[0][1]].claimed.inc(len(rows))
+        else:
+            for row in rows:
+                self._topic_metrics[row[1]].claimed.inc()
+        self.metrics.busy_slots.set(len(self._running))
 
-    def _start(self, job: Job, now: float) -> None:
+    def _start(self, job: Job, now: float) -> _Attempt:
         handler = self._handlers[job.topic]
         att = _Attempt(job, handler, now)
         old = self._held.get(job.id)
@@ -587,13 +604,7 @@ class Worker:
         self._held[job.id] = att
         self._running.add(att)
         self._counts[job.topic][CLAIMED] += 1
-        self._topic_metrics[job.topic].claimed.inc()
-        if handler.is_async:
-            assert self._async is not None
-            att.future = self._async.submit(self._run_async(att))
-        else:
-            assert self._pool is not None
-            self._pool.submit(self._run_sync, att)
+        return att
 
     def _run_sync(self, att: _Attempt) -> None:
         t0 = time.perf_counter()
@@ -607,6 +618,9 @@ class Worker:
 
     async def _run_async(self, att: _Attempt) -> None:
         t0 = time.perf_counter()
+        att.task = asyncio.current_task()
+        if att.cancel_requested and att.task is not None:
+            att.task.cancel()  # told to stop before it started: CancelledError at its first await
         try:
             result: Awaitable[Any] = att.handler.fn(att.job)
             outcome = of_return(await result)
@@ -647,8 +661,15 @@ class Worker:
         if att.canceled_at is None:
             att.canceled_at = now
         att.job.canceled.set(reason)
-        if att.future is not None:
-            att.future.cancel()
+        if att.handler.is_async and self._async is not None:
+            self._async.call(self._cancel_task, att)
+
+    @staticmethod
+    def _cancel_task(att: _Attempt) -> None:
+        """On the event loop's thread: cancel the attempt's task, or have it cancel itself."""
+        att.cancel_requested = True
+        if att.task is not None:
+            att.task.cancel()
 
     def _check_attempts(self, now: float) -> None:
         self._next_check = now + CHECK_EVERY
