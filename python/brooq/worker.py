@@ -806,6 +806,7 @@ class Worker:
         return state
 
     def _settled(self, batch: list[_Pending], states: dict[int, str | None]) -> None:
+        done: dict[str, int] = {}  # the common outcome, counted once per topic
         for p in batch:
             att = p.attempt
             job = att.job
@@ -820,7 +821,9 @@ class Worker:
             outcome = p.outcome.outcome
             if state == "done":
                 counts[DONE] += 1
-            elif state == "dead":
+                done[job.topic] = done.get(job.topic, 0) + 1
+                continue
+            if state == "dead":
                 counts[DEAD] += 1
                 outcome = "dead"
             elif state == "canceled":
@@ -830,6 +833,8 @@ class Worker:
             else:
                 counts[RETRIED] += 1
             self._topic_metrics[job.topic].settled_as(outcome).inc()
+        for topic, n in done.items():
+            self._topic_metrics[topic].settled_as("done").inc(n)
 
     # --- leases -------------------------------------------------------------------
 
