@@ -737,47 +737,62 @@ begin
     -- Ids are drawn first, so that each input element knows its own row.
     v_ids := array(select nextval('brooq.job_id_seq'::regclass) from generate_series(1, v_n));
 
-    with inserted as (
+    if coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) = 0 then
+        -- No key in the batch (the bulk case): nothing can conflict, so a plain
+        -- insert, without ON CONFLICT's speculative insertion of every row (about
+        -- 15% of a batch's time) and without reading the ids back.
         insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
                                available_at, created_at, updated_at)
         select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-               nullif(u.key, ''), v_at, v_now, v_now
-          from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
-         -- In key order, so that concurrent batches with overlapping keys wait for
-         -- each other in one order and cannot deadlock; a key repeated in the
-         -- batch is inserted at its first occurrence (ids are drawn in input order).
-         order by u.key, u.id
-        on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
-        returning id
-    )
-    select coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
-
-    loop
-        -- A new statement, so a new snapshot: it sees the rows of keys that already
-        -- existed, including those a concurrent transaction committed meanwhile.
-        select array_agg(coalesce(c.id, j.id) order by u.ord), array_agg(c.id is not null order by u.ord)
-          into v_out, v_new
-          from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
-          left join unnest(v_created) as c(id) on c.id = u.id
-          left join brooq.job j
-            on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '');
-        exit when array_position(v_out, null) is null;
-        -- A key's row was purged between the insert and that read: insert those
-        -- jobs now and read again, as brooq.enqueue does.
+               null, v_at, v_now, v_now
+          from unnest(v_ids, enqueue_many.payloads) as u(id, payload);
+        v_created := v_ids;
+        v_out := v_ids;
+        v_new := array_fill(true, array[v_n]);
+    else
         with inserted as (
             insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
                                    available_at, created_at, updated_at)
             select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
                    nullif(u.key, ''), v_at, v_now, v_now
-              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out)
-                   as u(id, payload, key, got)
-             where u.got is null
+              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
+             -- In key order, so that concurrent batches with overlapping keys wait for
+             -- each other in one order and cannot deadlock; a key repeated in the
+             -- batch is inserted at its first occurrence (ids are drawn in input order).
              order by u.key, u.id
             on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
             returning id
         )
-        select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
-    end loop;
+        select coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
+
+        loop
+            -- A new statement, so a new snapshot: it sees the rows of keys that already
+            -- existed, including those a concurrent transaction committed meanwhile.
+            select array_agg(coalesce(c.id, j.id) order by u.ord), array_agg(c.id is not null order by u.ord)
+              into v_out, v_new
+              from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
+              left join unnest(v_created) as c(id) on c.id = u.id
+              left join brooq.job j
+                on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '');
+            exit when array_position(v_out, null) is null;
+            -- A key's row was purged between the insert and that read: insert those
+            -- jobs now and read again, as brooq.enqueue does.
+            with inserted as (
+                insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
+                                       available_at, created_at, updated_at)
+                select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
+                       nullif(u.key, ''), v_at, v_now, v_now
+                  from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out)
+                       as u(id, payload, key, got)
+                 where u.got is null
+                 order by u.key, u.id
+                on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
+                returning id
+            )
+            select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
+        end loop;
+
+    end if;
 
     if v_notify and cardinality(v_created) > 0 and v_at <= v_now then
         perform pg_notify('brooq', enqueue_many.topic);
