@@ -315,11 +315,12 @@ class GraphileProducer(Producer):
         self.conn = psycopg.connect(dsn, autocommit=True)
 
     def bulk(self, seqs: Sequence[int]) -> None:
+        # the ids, as addJobs returns the jobs (and as every other system returns ids)
         self.conn.execute(
-            "select count(*) from graphile_worker.add_jobs(array("
+            "select id from graphile_worker.add_jobs(array("
             "select row('noop', p, null, null, null, null, null, null)::graphile_worker.job_spec"
             " from unnest(%s::json[]) p))",
-            ([json.dumps(p) for p in payloads(seqs)],), prepare=True)
+            ([json.dumps(p) for p in payloads(seqs)],), prepare=True).fetchall()
 
     def single(self, seq: int) -> None:
         self.conn.execute("select id from graphile_worker.add_job('noop', %s::json)",
