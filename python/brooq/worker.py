@@ -157,6 +157,10 @@ class _Pending:
         self.chained = chained
 
 
+# Outcomes that need no quoting in an array literal (anything else goes as a list).
+_OUTCOME_WORDS = frozenset({"done", "failed", "delay", "preserve", "cancel"})
+
+
 def _identity(text: Any) -> str:
     return str(text)
 
@@ -750,9 +754,13 @@ class Worker:
         self._flush_chained(conn)
 
     def _settle_many_args(self, batch: list[_Pending]) -> list[Any]:
-        ids = [p.attempt.job.id for p in batch]
-        tokens = [p.attempt.job.lease_token for p in batch]
-        outcomes = [p.outcome.outcome for p in batch]
+        # ids, lease tokens (ints) and outcomes (a fixed set of words) go as array
+        # literals: psycopg's list dumper costs ~1 us per element, a join ~0.1 us.
+        ids = "{" + ",".join([str(p.attempt.job.id) for p in batch]) + "}"
+        tokens = "{" + ",".join([str(p.attempt.job.lease_token) for p in batch]) + "}"
+        words = [p.outcome.outcome for p in batch]
+        outcomes: str | list[str] = (
+            "{" + ",".join(words) + "}" if _OUTCOME_WORDS.issuperset(words) else words)
         errors = [p.outcome.error for p in batch]
         delays = [p.outcome.delay for p in batch]
         results = [p.outcome.result for p in batch]
