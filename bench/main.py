@@ -385,9 +385,9 @@ class Bench:
 
 
 def pace(producer: Any, rate: int, seconds: float, seq0: int, progress: Progress) -> dict[int, int]:
-    """Enqueue at a steady rate: every tick (1/rate, at least 5 ms) one transaction with the
-    jobs due by then; returns seq -> commit time (monotonic ns, taken when commit returned)."""
-    tick = max(1.0 / rate, 0.005)
+    """Enqueue at a steady rate: job i is due at i/rate; whenever the producer is free it
+    enqueues every job due in one transaction (single enqueue for one job, bulk for more).
+    Returns seq -> commit time (monotonic ns, taken when the commit returned)."""
     n = int(rate * seconds)
     commits: dict[int, int] = {}
     t0 = time.monotonic()
@@ -407,7 +407,7 @@ def pace(producer: Any, rate: int, seconds: float, seq0: int, progress: Progress
             progress.update(f"{rate:,}/s: {sent:,}/{n:,} enqueued")
         next_at = t0 + (sent / rate)
         delay = max(next_at - time.monotonic(), 0.0)
-        time.sleep(max(delay, tick / 10 if delay else 0))
+        time.sleep(delay)
     return commits
 
 
