@@ -9,6 +9,7 @@ milliseconds. Validation lists every problem in one :class:`ConfigError`.
 |------------------|------------------------|------------------------------|
 | dsn              | BROOQ_DSN              | (required)                   |
 | concurrency      | BROOQ_CONCURRENCY      | 10                           |
+| prefetch         | BROOQ_PREFETCH         | concurrency                  |
 | lease            | BROOQ_LEASE            | 30s                          |
 | poll_interval    | BROOQ_POLL_INTERVAL    | 1s                           |
 | reap_interval    | BROOQ_REAP_INTERVAL    | lease / 2                    |
@@ -76,6 +77,7 @@ class WorkerConfig:
 
     dsn: str = ""
     concurrency: int = 10
+    prefetch: int | None = None  # None: as many as concurrency; 0: claim only for free slots
     lease: timedelta = timedelta(seconds=30)
     poll_interval: timedelta = timedelta(seconds=1)
     reap_interval: timedelta | None = None  # None: lease / 2
@@ -88,6 +90,10 @@ class WorkerConfig:
     @property
     def effective_reap_interval(self) -> timedelta:
         return self.reap_interval if self.reap_interval is not None else self.lease / 2
+
+    @property
+    def effective_prefetch(self) -> int:
+        return self.prefetch if self.prefetch is not None else self.concurrency
 
     @property
     def heartbeat_interval(self) -> timedelta:
@@ -135,6 +141,9 @@ class WorkerConfig:
                 problems.append(f"dsn: not a valid connection string: {' '.join(str(exc).split())}")
         if not isinstance(self.concurrency, int) or not 1 <= self.concurrency <= 10000:
             problems.append(f"concurrency: {self.concurrency!r} is not an integer from 1 to 10000")
+        if self.prefetch is not None and (not isinstance(self.prefetch, int)
+                                          or not 0 <= self.prefetch <= 10000):
+            problems.append(f"prefetch: {self.prefetch!r} is not an integer from 0 to 10000")
         lease = self.lease.total_seconds()
         if lease < 1:
             problems.append(f"lease: {format_duration(self.lease)} is too short to keep with heartbeats "
@@ -195,6 +204,7 @@ def _parse_int(text: str) -> int:
 _VARIABLES: dict[str, tuple[str, ...]] = {
     "dsn": ("BROOQ_DSN",),
     "concurrency": ("BROOQ_CONCURRENCY",),
+    "prefetch": ("BROOQ_PREFETCH",),
     "lease": ("BROOQ_LEASE",),
     "poll_interval": ("BROOQ_POLL_INTERVAL",),
     "reap_interval": ("BROOQ_REAP_INTERVAL",),
@@ -207,6 +217,7 @@ _VARIABLES: dict[str, tuple[str, ...]] = {
 
 _PARSERS: dict[str, Any] = {
     "concurrency": _parse_int,
+    "prefetch": _parse_int,
     "lease": parse_duration,
     "poll_interval": parse_duration,
     "reap_interval": parse_duration,

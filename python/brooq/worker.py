@@ -6,7 +6,9 @@ brooq.heartbeat and brooq.reap do. Threads:
 - the loop (the thread that calls run()): owns one autocommit connection and is
   the only one to use it. Each turn it settles finished attempts in one
   settle_many, renews leases every lease/3, reaps every reap_interval, and claims
-  as many jobs as it has free slots. No transaction stays open while a handler runs.
+  as many jobs as it has free slots plus `prefetch`: claimed jobs wait, leased, in the
+  pool's queue, so a free thread starts the next one while the loop's round trip runs.
+  No transaction stays open while a handler runs.
 - the listener: its own connection, LISTEN brooq; wakes the loop when a job of one
   of our topics is enqueued (polling every poll_interval is the fallback).
 - handlers: sync ones in a pool of `concurrency` daemon threads, async ones on an
@@ -76,6 +78,8 @@ RECONNECT_MIN = 0.1
 RECONNECT_MAX = 5.0
 REAP_BATCH = 1000
 FATAL_SQLSTATES = frozenset({"42704", "42501"})  # retrying cannot help: stop the worker
+# _Attempt.phase: claimed and waiting for a thread (prefetched), running, never run
+QUEUED, STARTED, SKIPPED = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -106,21 +110,32 @@ class _Attempt:
         "handler",
         "hung_reported",
         "job",
+        "phase",
         "started",
         "task",
     )
 
-    def __init__(self, job: Job, handler: TopicHandler, started: float) -> None:
+    def __init__(self, job: Job, handler: TopicHandler, started: float | None) -> None:
         self.job = job
         self.handler = handler
-        self.started = started
-        self.deadline = None if handler.timeout is None else started + handler.timeout.total_seconds()
+        self.phase = QUEUED  # changed under Worker._lock: a pool thread starts it, or the loop withdraws it
+        self.started = 0.0
+        self.deadline: float | None = None
+        if started is not None:
+            self.begin(started)
         self.closed = False  # an outcome is queued or the lease is lost: the handler's answer is ignored
         self.canceled_at: float | None = None
         self.hung_reported = False
         self.elapsed = 0.0
         self.task: asyncio.Task[None] | None = None  # async handlers (event loop thread only)
         self.cancel_requested = False  # async handlers (event loop thread only)
+
+    def begin(self, now: float) -> None:
+        """The handler starts now: the timeout counts from here."""
+        self.phase = STARTED
+        self.started = now
+        timeout = self.handler.timeout
+        self.deadline = None if timeout is None else now + timeout.total_seconds()
 
 
 class _TopicMetrics:
@@ -169,18 +184,21 @@ class Worker:
     """Runs handlers for jobs of the topics it registers. See docs/python-guide.md.
 
     Every setting not given here comes from its BROOQ_* environment variable, then
-    from the default (see brooq.config): concurrency 10, lease 30s, poll_interval 1s,
-    reap_interval lease/2, shutdown_grace 30s, hung_grace 10s, no metrics server.
+    from the default (see brooq.config): concurrency 10, prefetch = concurrency, lease 30s,
+    poll_interval 1s, reap_interval lease/2, shutdown_grace 30s, hung_grace 10s, no metrics
+    server. Up to concurrency + prefetch jobs are claimed at once: the prefetched ones wait,
+    leased, for a free handler thread (sync handlers only; see docs/python-guide.md).
     """
 
     def __init__(self, dsn: str | None = None, *, concurrency: int | None = None,
-                 lease: timedelta | None = None, poll_interval: timedelta | None = None,
+                 prefetch: int | None = None, lease: timedelta | None = None,
+                 poll_interval: timedelta | None = None,
                  name: str | None = None, reap_interval: timedelta | None = None,
                  shutdown_grace: timedelta | None = None, hung_grace: timedelta | None = None,
                  metrics_address: str | None = None, stats_interval: timedelta | None = None) -> None:
         config = WorkerConfig.from_env(
-            dsn=dsn, concurrency=concurrency, lease=lease, poll_interval=poll_interval, name=name,
-            reap_interval=reap_interval, shutdown_grace=shutdown_grace, hung_grace=hung_grace,
+            dsn=dsn, concurrency=concurrency, prefetch=prefetch, lease=lease,
+            poll_interval=poll_interval, name=name, reap_interval=reap_interval, shutdown_grace=shutdown_grace, hung_grace=hung_grace,
             metrics_address=metrics_address, stats_interval=stats_interval)
         self._setup(config)
 
@@ -242,7 +260,10 @@ class Worker:
         self._stats_every = c.stats_interval.total_seconds()
         self._hung_grace = c.hung_grace.total_seconds()
         self._concurrency = c.concurrency
-        self._claim_half = max(1, c.concurrency // 2)
+        self._prefetch = c.effective_prefetch  # 0 when a handler is async (see _start_services)
+        self._capacity = c.concurrency + self._prefetch  # jobs held: running plus prefetched
+        self._claim_half = max(1, self._capacity // 2)
+        self._queued = 0  # prefetched jobs no thread has started yet (under _lock)
         self._pipeline = psycopg.Pipeline.is_supported()  # libpq >= 14
         self._statement_timeout_ms = max(1000, int(c.lease.total_seconds() * 500))
 
@@ -381,6 +402,10 @@ class Worker:
             self._pool = ThreadPool(self._concurrency, f"brooq-{self.name}")
         if any(h.is_async for h in self._handlers.values()):
             self._async = AsyncRunner(f"brooq-async-{self.name}")
+            # async handlers start as soon as claimed (no pool queue to wait in): no prefetch
+            self._prefetch = 0
+            self._capacity = self._concurrency
+            self._claim_half = max(1, self._capacity // 2)
         if self.config.metrics_address is not None:
             host, port = parse_address(self.config.metrics_address)
             self._server = MetricsServer(self.metrics, self.health, host, port)
@@ -491,7 +516,7 @@ class Worker:
         one costs (a round trip and a commit), and the settles ride along."""
         if self._stopping:
             return None
-        free = self._concurrency - len(self._running)
+        free = self._capacity - len(self._running)
         if free <= 0:
             return None
         at = now if (self._more or self._notified) else self._next_poll
@@ -562,7 +587,7 @@ class Worker:
     # --- claim and run ------------------------------------------------------------
 
     def _claim_args(self) -> list[Any]:
-        free = self._concurrency - len(self._running)
+        free = self._capacity - len(self._running)
         return [self.name, list(self._handlers), free, self._lease]
 
     def _claim(self, now: float) -> None:
@@ -582,12 +607,19 @@ class Worker:
             return
         started = time.monotonic()
         coros: list[Coroutine[Any, Any, None]] = []
+        queued: list[_Attempt] = []  # sync: started by a pool thread when one is free
         for row in rows:
             att = self._start(Job(*row), started)
             if att.handler.is_async:
+                att.begin(started)
                 coros.append(self._run_async(att))
             else:
-                assert self._pool is not None
+                queued.append(att)
+        if queued:
+            with self._lock:
+                self._queued += len(queued)
+            assert self._pool is not None
+            for att in queued:
                 self._pool.submit(self._run_sync, att)
         if coros:
             assert self._async is not None
@@ -597,11 +629,11 @@ class Worker:
         else:
             for row in rows:
                 self._topic_metrics[row[1]].claimed.inc()
-        self.metrics.busy_slots.set(len(self._running))
+        self.metrics.busy_slots.set(len(self._running) - self._queued)
 
     def _start(self, job: Job, now: float) -> _Attempt:
         handler = self._handlers[job.topic]
-        att = _Attempt(job, handler, now)
+        att = _Attempt(job, handler, None)  # begun when its handler starts
         old = self._held.get(job.id)
         if old is not None:  # reaped and claimed again by us before a heartbeat noticed
             self._lose(old, now)
@@ -611,6 +643,18 @@ class Worker:
         return att
 
     def _run_sync(self, att: _Attempt) -> None:
+        with self._lock:
+            if att.phase != QUEUED:
+                return  # withdrawn by a graceful stop: handed back to the queue
+            self._queued -= 1
+            if att.closed or att.job.canceled.is_set():
+                att.phase = SKIPPED  # lease lost (or shutdown) before it started: never run
+            else:
+                att.begin(time.monotonic())
+        if att.phase == SKIPPED:
+            self._completions.append((att, Outcome("failed")))  # ignored: the attempt is closed
+            self._waker.wake()
+            return
         t0 = time.perf_counter()
         try:
             outcome = of_return(att.handler.fn(att.job))
@@ -647,6 +691,8 @@ class Worker:
         while self._completions:
             att, outcome = self._completions.popleft()
             self._running.discard(att)
+            if att.phase != STARTED:
+                continue  # never run (its lease was lost before a thread took it)
             self._topic_metrics[att.job.topic].duration.observe(att.elapsed)
             if att.closed:
                 if att.hung_reported:
@@ -659,7 +705,7 @@ class Worker:
         self._last_done = now
         if self._gather_from is None:
             self._gather_from = now
-        self.metrics.busy_slots.set(len(self._running))
+        self.metrics.busy_slots.set(len(self._running) - self._queued)
 
     def _cancel_attempt(self, att: _Attempt, reason: str, now: float) -> None:
         if att.canceled_at is None:
@@ -687,7 +733,7 @@ class Worker:
                 log.warning("job %d (%s) attempt %d/%d %s", att.job.id, att.job.topic,
                             att.job.attempt, att.job.max_attempts, error)
                 self._outbox.append(_Pending(att, Outcome("failed", error), []))
-            if (att.canceled_at is not None and not att.hung_reported
+            if (att.canceled_at is not None and not att.hung_reported and att.phase == STARTED
                     and now - att.canceled_at >= self._hung_grace):
                 att.hung_reported = True
                 self._counts[att.job.topic][HUNG] += 1
@@ -901,8 +947,30 @@ class Worker:
         self._stopping = True
         grace = self._stop_grace if self._stop_grace is not None else self.config.shutdown_grace
         self._grace_deadline = now + grace.total_seconds()
+        self._withdraw()
         log.info("worker %s: stopping; %d jobs in flight, waiting up to %s", self.name,
                  len(self._running), format_duration(grace))
+
+    def _withdraw(self) -> None:
+        """Hand back the prefetched jobs no thread has started: settled 'preserve' with no
+        delay, the attempt their claim charged is given back and they are ready again."""
+        withdrawn: list[_Attempt] = []
+        with self._lock:
+            for att in self._running:
+                if att.phase == QUEUED and not att.handler.is_async:
+                    att.phase = SKIPPED
+                    withdrawn.append(att)
+            self._queued -= len(withdrawn)
+        for att in withdrawn:
+            self._running.discard(att)
+            if att.closed:
+                continue  # lease already lost: nothing to hand back
+            att.closed = True
+            self._outbox.append(_Pending(att, Outcome("preserve", None, timedelta(0)), []))
+        if withdrawn:
+            log.info("worker %s: handing back %d prefetched jobs that never started", self.name,
+                     len(withdrawn))
+            self.metrics.busy_slots.set(len(self._running) - self._queued)
 
     def _abort(self, now: float) -> None:
         """Stop now: settle what finished, tell running handlers to stop, renew nothing."""

@@ -1,0 +1,108 @@
+"""Prefetch: jobs claimed ahead of free handler threads are leased, handed back, or dropped."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import brooq
+import psycopg
+from worker_app import running, wait_for
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+FAST = {"poll_interval": timedelta(milliseconds=100), "lease": timedelta(seconds=1.5)}
+
+
+def fate(conn: Conn, job_id: int) -> brooq.JobFate:
+    f = brooq.get_job(conn, job_id)
+    assert f is not None
+    return f
+
+
+def enqueue(conn: Conn, topic: str, n: int) -> list[int]:
+    ids = []
+    for i in range(n):
+        row = conn.execute("select id from brooq.enqueue(%s, jsonb_build_object('n', %s::int))",
+                           [topic, i]).fetchone()
+        assert row is not None
+        ids.append(int(row[0]))
+    return ids
+
+
+def test_a_graceful_stop_hands_back_prefetched_jobs_without_charging_an_attempt(
+        db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, concurrency=1, prefetch=3, **FAST)
+    ran: list[int] = []
+    gate = threading.Event()
+
+    @worker.handler("slow")
+    def slow(job: brooq.Job) -> None:
+        ran.append(job.id)
+        gate.wait(10)
+
+    worker.declare_topics()
+    ids = enqueue(conn, "slow", 4)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: ran, what="the first handler to start")
+        # one running, three prefetched: all four leased by this worker
+        assert [fate(conn, i).state for i in ids] == ["processing"] * 4
+        worker.stop(timedelta(seconds=10))
+        others = [i for i in ids if i != ran[0]]
+        wait_for(lambda: all(fate(conn, i).state != "processing" for i in others),
+                 what="the prefetched jobs to be handed back")
+        gate.set()
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "the worker did not stop"
+    finally:
+        gate.set()
+        worker.stop(timedelta(0))
+    assert ran == ids[:1]  # the handler ran once: the prefetched jobs never started
+    first = fate(conn, ids[0])
+    assert (first.state, first.attempts) == ("done", 1)
+    assert [fate(conn, i).attempts for i in others] == [0, 0, 0]  # no attempt charged
+    assert all(fate(conn, i).state != "processing" for i in ids)
+
+    # they are ready at once: another worker runs each as its first attempt
+    again = brooq.Worker(db, **FAST)
+    seen: dict[int, int] = {}
+
+    @again.handler("slow")
+    def record(job: brooq.Job) -> None:
+        seen[job.id] = job.attempt
+
+    with running(again):
+        wait_for(lambda: all(fate(conn, i).state == "done" for i in others),
+                 what="the handed-back jobs to be done")
+    assert seen == {i: 1 for i in others}
+
+
+def test_a_prefetched_job_canceled_before_it_starts_never_runs(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, concurrency=1, prefetch=1, **FAST)
+    ran: list[int] = []
+    gate = threading.Event()
+
+    @worker.handler("slow")
+    def slow(job: brooq.Job) -> None:
+        ran.append(job.id)
+        gate.wait(10)
+
+    worker.declare_topics()
+    ids = enqueue(conn, "slow", 2)
+    try:
+        with running(worker):
+            wait_for(lambda: ran, what="the first handler to start")
+            waiting = next(i for i in ids if i != ran[0])
+            assert fate(conn, waiting).state == "processing"  # prefetched: leased, not started
+            assert brooq.cancel(conn, waiting)
+            wait_for(lambda: worker.snapshot().lease_lost == 1,
+                     what="the worker to notice the lost lease")
+            gate.set()
+            wait_for(lambda: fate(conn, ran[0]).state == "done", what="the first job to be done")
+            wait_for(lambda: worker.snapshot().in_flight == 0, what="the worker to drop the job")
+    finally:
+        gate.set()
+    assert ran == [ids[0]] or ran == [ids[1]]  # the canceled job's handler never ran
+    assert fate(conn, waiting).state == "canceled"
