@@ -12,16 +12,9 @@ from typing import Any
 import brooq
 import psycopg
 import pytest
-from worker_app import running, wait_for
+from worker_app import FAST, fate, running, wait_for
 
 Conn = psycopg.Connection[tuple[Any, ...]]
-FAST = {"poll_interval": timedelta(milliseconds=100), "lease": timedelta(seconds=1.5)}
-
-
-def fate(conn: Conn, job_id: int) -> brooq.JobFate:
-    f = brooq.get_job(conn, job_id)
-    assert f is not None
-    return f
 
 
 def settled(conn: Conn, job_id: int) -> brooq.JobFate | None:

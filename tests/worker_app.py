@@ -23,6 +23,17 @@ from datetime import timedelta
 from typing import Any
 
 import brooq
+import psycopg
+
+# In-process worker tests: short leases and polls, so they run in seconds.
+FAST = {"poll_interval": timedelta(milliseconds=100), "lease": timedelta(seconds=1.5)}
+
+
+def fate(conn: psycopg.Connection[Any], job_id: int) -> brooq.JobFate:
+    """A job's fate, which must exist."""
+    f = brooq.get_job(conn, job_id)
+    assert f is not None
+    return f
 
 
 def build(dsn: str, name: str, lease: timedelta, concurrency: int, grace: timedelta) -> brooq.Worker:
