@@ -18,7 +18,7 @@ begin;
 -- Errors:
 --   22004 null_value_not_allowed  job_id is NULL
 -- Touches: updates at most one row of brooq.job.
-create function brooq.cancel(job_id bigint)
+create or replace function brooq.cancel(job_id bigint)
 returns boolean
 language plpgsql
 security definer

@@ -32,7 +32,7 @@ begin;
 --   22023 invalid_parameter_value  keys array of another length; a key too long;
 --                                  bad available_at or delay
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; on error none.
-create function brooq.enqueue_many(
+create or replace function brooq.enqueue_many(
     topic text,
     payloads jsonb[],
     idempotency_keys text[] default null,

@@ -24,7 +24,7 @@ begin;
 --   22004 null_value_not_allowed   worker, job_ids or lease is NULL
 --   22023 invalid_parameter_value  lease not positive; lease_tokens of another length
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
-create function brooq.heartbeat(
+create or replace function brooq.heartbeat(
     worker text,
     job_ids bigint[],
     lease interval default '30 seconds',

@@ -15,7 +15,7 @@ begin;
 --   22004 null_value_not_allowed  name is NULL
 --   42704 undefined_object        no such topic
 -- Touches: updates one row of brooq.topic.
-create function brooq._set_paused(name text, paused boolean)
+create or replace function brooq._set_paused(name text, paused boolean)
 returns boolean
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -43,7 +43,7 @@ begin
 end
 $$;
 
-create function brooq.pause_topic(name text)
+create or replace function brooq.pause_topic(name text)
 returns boolean
 language plpgsql
 security definer
@@ -54,7 +54,7 @@ begin
 end
 $$;
 
-create function brooq.resume_topic(name text)
+create or replace function brooq.resume_topic(name text)
 returns boolean
 language plpgsql
 security definer

@@ -21,7 +21,7 @@ begin;
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
 -- Touches: updates up to max_jobs rows of brooq.job.
-create function brooq.reap(max_jobs integer default 1000)
+create or replace function brooq.reap(max_jobs integer default 1000)
 returns setof brooq.reaped
 language plpgsql
 security definer

@@ -17,7 +17,7 @@ begin;
 -- yourself if your writes depend on the outcome.
 -- Errors: as brooq.settle_many (22004, 22023).
 -- Touches: updates at most one row of brooq.job.
-create function brooq.settle(
+create or replace function brooq.settle(
     job_id bigint,
     worker text,
     lease_token bigint,

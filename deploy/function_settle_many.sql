@@ -45,7 +45,7 @@ begin;
 --   22023 invalid_parameter_value  arrays of different lengths, duplicate ids,
 --                                  an unknown outcome, a missing or negative delay
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
-create function brooq.settle_many(
+create or replace function brooq.settle_many(
     worker text,
     job_ids bigint[],
     lease_tokens bigint[],

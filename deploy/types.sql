@@ -39,9 +39,17 @@ create type brooq.reaped as (
     topic text
 );
 
+-- brooq.schedule_maintenance: a pg_cron job it registered.
+create type brooq.maintenance_job as (
+    job_name text,
+    schedule text,
+    jobid    bigint
+);
+
 comment on type brooq.enqueued is 'Result of enqueue: id, and created = false when the idempotency key already existed.';
 comment on type brooq.claimed_job is 'A claimed job: hand lease_token back to settle and heartbeat.';
 comment on type brooq.settled is 'Result of settle_many: the new state of each job that was settled.';
 comment on type brooq.reaped is 'Result of reap: a job returned to pending after its lease expired.';
+comment on type brooq.maintenance_job is 'A pg_cron job registered by brooq.schedule_maintenance.';
 
 commit;

@@ -5,6 +5,5 @@ begin;
 drop function brooq.unschedule_maintenance();
 drop function brooq.schedule_maintenance(text, text);
 drop function brooq._require_pg_cron();
-drop type brooq.maintenance_job;
 
 commit;

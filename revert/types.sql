@@ -2,6 +2,7 @@
 
 begin;
 
+drop type brooq.maintenance_job;
 drop type brooq.reaped;
 drop type brooq.settled;
 drop type brooq.claimed_job;

@@ -11,7 +11,7 @@
 -- Errors:
 --   22004 null_value_not_allowed  job_id is NULL
 -- Touches: updates at most one row of brooq.job.
-create function brooq.cancel(job_id bigint)
+create or replace function brooq.cancel(job_id bigint)
 returns boolean
 language plpgsql
 security definer

@@ -24,7 +24,7 @@
 --   22023 invalid_parameter_value  empty worker or topics, max_jobs or lease out of range
 --   42704 undefined_object         a topic was never declared
 -- Touches: updates up to max_jobs rows of brooq.job.
-create function brooq.claim(
+create or replace function brooq.claim(
     worker text,
     topics text[],
     max_jobs integer default 1,

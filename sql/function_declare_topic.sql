@@ -22,7 +22,7 @@
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  a bad name or setting
 -- Touches: inserts or updates one row of brooq.topic.
-create function brooq.declare_topic(
+create or replace function brooq.declare_topic(
     name text,
     max_attempts integer default 5,
     backoff_base interval default '1 second',

@@ -27,7 +27,7 @@
 --                                   not finite; delay negative; both available_at
 --                                   and delay given
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error).
-create function brooq.enqueue(
+create or replace function brooq.enqueue(
     topic text,
     payload jsonb default '{}',
     idempotency_key text default null,

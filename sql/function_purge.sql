@@ -15,7 +15,7 @@
 --   22004 null_value_not_allowed   batch_size is NULL
 --   22023 invalid_parameter_value  batch_size out of range
 -- Touches: deletes up to batch_size rows of brooq.job.
-create function brooq.purge(batch_size integer default 1000)
+create or replace function brooq.purge(batch_size integer default 1000)
 returns bigint
 language plpgsql
 security definer
@@ -85,7 +85,7 @@ grant execute on function brooq.purge(integer) to brooq_admin;
 --   batch_size   passed to brooq.purge (default 1000)
 --   max_batches  stop after this many batches; NULL = until done
 -- Errors: as brooq.purge; 22023 when max_batches < 1.
-create procedure brooq.purge_all(batch_size integer default 1000, max_batches integer default null)
+create or replace procedure brooq.purge_all(batch_size integer default 1000, max_batches integer default null)
 language plpgsql
 as $$
 declare

@@ -19,15 +19,7 @@
 --   22004 null_value_not_allowed            a NULL schedule
 --   22023 invalid_parameter_value           a schedule pg_cron rejects (its error)
 -- Touches: cron.job rows named brooq_reap and brooq_purge.
-create type brooq.maintenance_job as (
-    job_name text,
-    schedule text,
-    jobid    bigint
-);
-
-comment on type brooq.maintenance_job is 'A pg_cron job registered by brooq.schedule_maintenance.';
-
-create function brooq._require_pg_cron()
+create or replace function brooq._require_pg_cron()
 returns void
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -43,7 +35,7 @@ $$;
 
 comment on function brooq._require_pg_cron() is 'Private: raise 55000 unless pg_cron is installed in this database.';
 
-create function brooq.schedule_maintenance(
+create or replace function brooq.schedule_maintenance(
     reap_schedule text default '* * * * *',
     purge_schedule text default '*/10 * * * *')
 returns setof brooq.maintenance_job
@@ -69,7 +61,7 @@ begin
 end
 $$;
 
-create function brooq.unschedule_maintenance()
+create or replace function brooq.unschedule_maintenance()
 returns integer
 language plpgsql
 security definer

@@ -61,7 +61,7 @@ grant usage on schema brooq to brooq_producer, brooq_worker, brooq_admin;
 -- Every name in it is schema-qualified, it is not SECURITY DEFINER and runs inside
 -- the pinned path of its callers, so there is nothing to hijack. Hot-path
 -- functions call it once and keep the value in a variable.
-create function brooq._now()
+create or replace function brooq._now()
 returns timestamptz
 language plpgsql
 volatile
@@ -237,10 +237,18 @@ create type brooq.reaped as (
     topic text
 );
 
+-- brooq.schedule_maintenance: a pg_cron job it registered.
+create type brooq.maintenance_job as (
+    job_name text,
+    schedule text,
+    jobid    bigint
+);
+
 comment on type brooq.enqueued is 'Result of enqueue: id, and created = false when the idempotency key already existed.';
 comment on type brooq.claimed_job is 'A claimed job: hand lease_token back to settle and heartbeat.';
 comment on type brooq.settled is 'Result of settle_many: the new state of each job that was settled.';
 comment on type brooq.reaped is 'Result of reap: a job returned to pending after its lease expired.';
+comment on type brooq.maintenance_job is 'A pg_cron job registered by brooq.schedule_maintenance.';
 
 -- change private_backoff
 
@@ -251,7 +259,7 @@ comment on type brooq.reaped is 'Result of reap: a job returned to pending after
 -- The exponent is capped, so a huge attempt number cannot overflow.
 -- A plain LANGUAGE sql expression without SET so that settle can inline it; every
 -- name is schema-qualified and it is not SECURITY DEFINER.
-create function brooq._backoff(base interval, cap interval, attempt integer)
+create or replace function brooq._backoff(base interval, cap interval, attempt integer)
 returns interval
 language sql
 volatile
@@ -279,7 +287,7 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 --   22023 invalid_parameter_value  available_at not finite, delay negative, or both given
 -- Private, and without SET search_path so it costs little per call (every name is
 -- schema-qualified; it runs only inside the pinned path of enqueue/enqueue_many).
-create function brooq._available_at(now timestamptz, available_at timestamptz, delay interval)
+create or replace function brooq._available_at(now timestamptz, available_at timestamptz, delay interval)
 returns timestamptz
 language plpgsql
 volatile
@@ -341,7 +349,7 @@ revoke all on function brooq._available_at(timestamptz, timestamptz, interval) f
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  a bad name or setting
 -- Touches: inserts or updates one row of brooq.topic.
-create function brooq.declare_topic(
+create or replace function brooq.declare_topic(
     name text,
     max_attempts integer default 5,
     backoff_base interval default '1 second',
@@ -456,7 +464,7 @@ grant execute on function brooq.declare_topic(text, integer, interval, interval,
 --   22004 null_value_not_allowed  name is NULL
 --   42704 undefined_object        no such topic
 -- Touches: updates one row of brooq.topic.
-create function brooq._set_paused(name text, paused boolean)
+create or replace function brooq._set_paused(name text, paused boolean)
 returns boolean
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -484,7 +492,7 @@ begin
 end
 $$;
 
-create function brooq.pause_topic(name text)
+create or replace function brooq.pause_topic(name text)
 returns boolean
 language plpgsql
 security definer
@@ -495,7 +503,7 @@ begin
 end
 $$;
 
-create function brooq.resume_topic(name text)
+create or replace function brooq.resume_topic(name text)
 returns boolean
 language plpgsql
 security definer
@@ -551,7 +559,7 @@ grant execute on function brooq.resume_topic(text) to brooq_admin;
 --                                   not finite; delay negative; both available_at
 --                                   and delay given
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error).
-create function brooq.enqueue(
+create or replace function brooq.enqueue(
     topic text,
     payload jsonb default '{}',
     idempotency_key text default null,
@@ -657,7 +665,7 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
 --   22023 invalid_parameter_value  keys array of another length; a key too long;
 --                                  bad available_at or delay
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; on error none.
-create function brooq.enqueue_many(
+create or replace function brooq.enqueue_many(
     topic text,
     payloads jsonb[],
     idempotency_keys text[] default null,
@@ -839,7 +847,7 @@ grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz,
 --   22023 invalid_parameter_value  empty worker or topics, max_jobs or lease out of range
 --   42704 undefined_object         a topic was never declared
 -- Touches: updates up to max_jobs rows of brooq.job.
-create function brooq.claim(
+create or replace function brooq.claim(
     worker text,
     topics text[],
     max_jobs integer default 1,
@@ -998,7 +1006,7 @@ grant execute on function brooq.claim(text, text[], integer, interval) to brooq_
 --   22023 invalid_parameter_value  arrays of different lengths, duplicate ids,
 --                                  an unknown outcome, a missing or negative delay
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
-create function brooq.settle_many(
+create or replace function brooq.settle_many(
     worker text,
     job_ids bigint[],
     lease_tokens bigint[],
@@ -1115,7 +1123,7 @@ grant execute on function brooq.settle_many(text, bigint[], bigint[], text[], te
 -- yourself if your writes depend on the outcome.
 -- Errors: as brooq.settle_many (22004, 22023).
 -- Touches: updates at most one row of brooq.job.
-create function brooq.settle(
+create or replace function brooq.settle(
     job_id bigint,
     worker text,
     lease_token bigint,
@@ -1161,7 +1169,7 @@ grant execute on function brooq.settle(bigint, text, bigint, text, text, interva
 --   22004 null_value_not_allowed   worker, job_ids or lease is NULL
 --   22023 invalid_parameter_value  lease not positive; lease_tokens of another length
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
-create function brooq.heartbeat(
+create or replace function brooq.heartbeat(
     worker text,
     job_ids bigint[],
     lease interval default '30 seconds',
@@ -1225,7 +1233,7 @@ grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[]) to
 -- Errors:
 --   22004 null_value_not_allowed  job_id is NULL
 -- Touches: updates at most one row of brooq.job.
-create function brooq.cancel(job_id bigint)
+create or replace function brooq.cancel(job_id bigint)
 returns boolean
 language plpgsql
 security definer
@@ -1271,7 +1279,7 @@ grant execute on function brooq.cancel(bigint) to brooq_admin;
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
 -- Touches: updates up to max_jobs rows of brooq.job.
-create function brooq.reap(max_jobs integer default 1000)
+create or replace function brooq.reap(max_jobs integer default 1000)
 returns setof brooq.reaped
 language plpgsql
 security definer
@@ -1340,7 +1348,7 @@ grant execute on function brooq.reap(integer) to brooq_worker;
 --   22004 null_value_not_allowed   batch_size is NULL
 --   22023 invalid_parameter_value  batch_size out of range
 -- Touches: deletes up to batch_size rows of brooq.job.
-create function brooq.purge(batch_size integer default 1000)
+create or replace function brooq.purge(batch_size integer default 1000)
 returns bigint
 language plpgsql
 security definer
@@ -1410,7 +1418,7 @@ grant execute on function brooq.purge(integer) to brooq_admin;
 --   batch_size   passed to brooq.purge (default 1000)
 --   max_batches  stop after this many batches; NULL = until done
 -- Errors: as brooq.purge; 22023 when max_batches < 1.
-create procedure brooq.purge_all(batch_size integer default 1000, max_batches integer default null)
+create or replace procedure brooq.purge_all(batch_size integer default 1000, max_batches integer default null)
 language plpgsql
 as $$
 declare
@@ -1461,15 +1469,7 @@ grant execute on procedure brooq.purge_all(integer, integer) to brooq_admin;
 --   22004 null_value_not_allowed            a NULL schedule
 --   22023 invalid_parameter_value           a schedule pg_cron rejects (its error)
 -- Touches: cron.job rows named brooq_reap and brooq_purge.
-create type brooq.maintenance_job as (
-    job_name text,
-    schedule text,
-    jobid    bigint
-);
-
-comment on type brooq.maintenance_job is 'A pg_cron job registered by brooq.schedule_maintenance.';
-
-create function brooq._require_pg_cron()
+create or replace function brooq._require_pg_cron()
 returns void
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -1485,7 +1485,7 @@ $$;
 
 comment on function brooq._require_pg_cron() is 'Private: raise 55000 unless pg_cron is installed in this database.';
 
-create function brooq.schedule_maintenance(
+create or replace function brooq.schedule_maintenance(
     reap_schedule text default '* * * * *',
     purge_schedule text default '*/10 * * * *')
 returns setof brooq.maintenance_job
@@ -1511,7 +1511,7 @@ begin
 end
 $$;
 
-create function brooq.unschedule_maintenance()
+create or replace function brooq.unschedule_maintenance()
 returns integer
 language plpgsql
 security definer
@@ -1557,7 +1557,7 @@ grant execute on function brooq.unschedule_maintenance() to brooq_admin;
 --   processing             jobs in flight
 --   expired                in flight with an expired lease (reap will return them)
 --   oldest_ready_age       how long the oldest ready job has waited (NULL: none)
-create view brooq.topic_stats as
+create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
        coalesce(w.pending, 0) as pending,
@@ -1595,7 +1595,7 @@ comment on view brooq.topic_stats is
 'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job.';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
-create view brooq.in_flight as
+create or replace view brooq.in_flight as
 select j.id, j.topic, j.attempts, j.max_attempts, j.locked_by, j.locked_until,
        j.updated_at as claimed_at,
        brooq._now() - j.updated_at as running_for,
@@ -1611,7 +1611,7 @@ grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
 
 -- brooq.jobs: every job and its outcome, read-only. A job's fate is one
 --   select state, attempts, last_error, result from brooq.jobs where id = $1;
-create view brooq.jobs as
+create or replace view brooq.jobs as
 select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
        j.idempotency_key, j.available_at, j.created_at, j.updated_at,
        j.locked_by, j.locked_until, j.last_error, j.result
@@ -1622,5 +1622,33 @@ comment on view brooq.jobs is
 
 revoke all on brooq.jobs from public;
 grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;
+
+-- change function_version
+
+-- brooq.version() -> text
+--
+-- The version of the schema in this database, as released (a PEP 440 string such
+-- as '0.1.0'; '0.2.0.dev0' between releases). The Python worker reads it at start
+-- and refuses a schema older than its package (docs/operations.md, "Upgrading").
+-- Reworked at every release, so an upgraded database answers the new version.
+--
+-- Returns: the version text; never NULL.
+-- Errors: none.
+-- Touches: nothing.
+create or replace function brooq.version()
+returns text
+language sql
+immutable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+    select '0.1.0'::text
+$$;
+
+comment on function brooq.version() is
+'The version of the brooq schema in this database (PEP 440 text). Errors: none.';
+
+revoke all on function brooq.version() from public;
+grant execute on function brooq.version() to brooq_producer, brooq_worker, brooq_admin;
 
 commit;

@@ -5,7 +5,7 @@
 --   22023 invalid_parameter_value  available_at not finite, delay negative, or both given
 -- Private, and without SET search_path so it costs little per call (every name is
 -- schema-qualified; it runs only inside the pinned path of enqueue/enqueue_many).
-create function brooq._available_at(now timestamptz, available_at timestamptz, delay interval)
+create or replace function brooq._available_at(now timestamptz, available_at timestamptz, delay interval)
 returns timestamptz
 language plpgsql
 volatile

@@ -5,7 +5,7 @@
 -- The exponent is capped, so a huge attempt number cannot overflow.
 -- A plain LANGUAGE sql expression without SET so that settle can inline it; every
 -- name is schema-qualified and it is not SECURITY DEFINER.
-create function brooq._backoff(base interval, cap interval, attempt integer)
+create or replace function brooq._backoff(base interval, cap interval, attempt integer)
 returns interval
 language sql
 volatile

@@ -13,7 +13,7 @@
 -- Every name in it is schema-qualified, it is not SECURITY DEFINER and runs inside
 -- the pinned path of its callers, so there is nothing to hijack. Hot-path
 -- functions call it once and keep the value in a variable.
-create function brooq._now()
+create or replace function brooq._now()
 returns timestamptz
 language plpgsql
 volatile

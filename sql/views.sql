@@ -9,7 +9,7 @@
 --   processing             jobs in flight
 --   expired                in flight with an expired lease (reap will return them)
 --   oldest_ready_age       how long the oldest ready job has waited (NULL: none)
-create view brooq.topic_stats as
+create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
        coalesce(w.pending, 0) as pending,
@@ -47,7 +47,7 @@ comment on view brooq.topic_stats is
 'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job.';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
-create view brooq.in_flight as
+create or replace view brooq.in_flight as
 select j.id, j.topic, j.attempts, j.max_attempts, j.locked_by, j.locked_until,
        j.updated_at as claimed_at,
        brooq._now() - j.updated_at as running_for,
@@ -63,7 +63,7 @@ grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
 
 -- brooq.jobs: every job and its outcome, read-only. A job's fate is one
 --   select state, attempts, last_error, result from brooq.jobs where id = $1;
-create view brooq.jobs as
+create or replace view brooq.jobs as
 select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
        j.idempotency_key, j.available_at, j.created_at, j.updated_at,
        j.locked_by, j.locked_until, j.last_error, j.result

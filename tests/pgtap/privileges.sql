@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(163);
+select plan(167);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -36,6 +36,7 @@ insert into matrix values
     ('brooq.purge_all(integer, integer)', false, false, true),
     ('brooq.schedule_maintenance(text, text)', false, false, true),
     ('brooq.unschedule_maintenance()', false, false, true),
+    ('brooq.version()', true, true, true),
     ('brooq._now()', false, true, true),
     ('brooq._backoff(interval, interval, integer)', false, false, false),
     ('brooq._available_at(timestamptz, timestamptz, interval)', false, false, false),
