@@ -1642,7 +1642,7 @@ immutable
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
-    select '0.1.0'::text
+    select '0.2.0.dev0'::text
 $$;
 
 comment on function brooq.version() is

@@ -63,12 +63,32 @@ def sqitch_target(dsn: str) -> str:
     return f"db:pg://{user}@{host}:{port}/{info['dbname']}"
 
 
-def sqitch(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run sqitch from the repository root; raises with its output on failure."""
-    done = subprocess.run(["sqitch", *args], cwd=ROOT, capture_output=True, text=True)
+def sqitch(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """Run sqitch from the repository root (or cwd); raises with its output on failure."""
+    done = subprocess.run(["sqitch", *args], cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
         raise AssertionError(f"sqitch {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done
+
+
+def dump_schema(dsn: str) -> str:
+    """pg_dump -s of schema brooq, without the lines that differ between two dumps."""
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    done = subprocess.run(
+        ["pg_dump", "--schema-only", "--schema=brooq", "--no-owner",
+         "-h", str(info.get("host")), "-p", str(info.get("port")), "-U", str(info.get("user")),
+         str(info["dbname"])],
+        capture_output=True, text=True, check=True)
+    return "\n".join(line for line in done.stdout.splitlines()
+                     if not line.startswith(("-- Dumped", "\\restrict", "\\unrestrict")))
+
+
+def psql_file(dsn: str, path: Path) -> None:
+    """Apply an SQL file with psql, stopping at the first error."""
+    done = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", str(path)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AssertionError(f"psql -f {path} failed:\n{done.stderr}")
 
 
 @pytest.fixture(scope="session")

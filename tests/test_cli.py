@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from brooq import __version__
 from conftest import ROOT, Server
 
 BIN = Path(sys.executable).parent / "brooq"
@@ -296,10 +297,9 @@ def test_deploy_with_psql(empty_db: str) -> None:
     done = brooq("deploy", "--method", "psql", dsn=empty_db)
     assert (done.returncode, done.stdout) == (0, "deployed sql/install.sql with psql\n"), done.stderr
     assert has_brooq(empty_db)
-    again = brooq("deploy", "--method", "psql", dsn=empty_db)  # the install file is for a fresh database
-    assert again.returncode == 1
-    assert again.stderr.startswith("brooq: error: psql failed (exit 3): ")
-    assert 'schema "brooq" already exists' in again.stderr
+    again = brooq("deploy", "--method", "psql", dsn=empty_db)  # the same version: nothing to do
+    assert (again.returncode, again.stdout) == (
+        0, f"brooq schema {__version__} is already installed: nothing to do\n"), again.stderr
 
 
 def test_deploy_without_schema_files_says_what_is_missing(empty_db: str, tmp_path: Path) -> None:

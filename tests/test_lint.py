@@ -6,19 +6,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "python"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=PACKAGE,
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT,
                           capture_output=True, text=True, check=False)
 
 
 def test_mypy_strict() -> None:
-    done = run("mypy", "brooq")
+    done = run("mypy", "python/brooq")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_ruff() -> None:
-    done = run("ruff", "check", "brooq")
+    done = run("ruff", "check", "python/brooq")
     assert done.returncode == 0, done.stdout + done.stderr

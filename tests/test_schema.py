@@ -7,17 +7,7 @@ import sys
 
 import psycopg
 
-from conftest import ROOT, Server, sqitch, sqitch_target
-
-
-def dump_schema(dsn: str) -> str:
-    info = psycopg.conninfo.conninfo_to_dict(dsn)
-    done = subprocess.run(
-        ["pg_dump", "--schema-only", "--schema=brooq", "--no-owner",
-         "-h", str(info.get("host")), "-p", str(info.get("port")), "-U", str(info.get("user")),
-         str(info["dbname"])],
-        capture_output=True, text=True, check=True)
-    return "\n".join(line for line in done.stdout.splitlines() if not line.startswith(("-- Dumped", "\\restrict", "\\unrestrict")))
+from conftest import ROOT, Server, dump_schema, psql_file, sqitch, sqitch_target
 
 
 def test_generated_files_are_up_to_date() -> None:
@@ -45,9 +35,7 @@ def test_install_file_matches_the_plan(server: Server, template_db: str, run_id:
     name = f"brooq_install_{run_id}"
     dsn = server.create_db(name)
     try:
-        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn,
-                        "-f", str(ROOT / "sql" / "install.sql")],
-                       check=True, capture_output=True, text=True)
+        psql_file(dsn, ROOT / "sql" / "install.sql")
         assert dump_schema(dsn) == dump_schema(server.dsn_for(template_db))
     finally:
         server.drop_db(name)

@@ -16,6 +16,8 @@ Worker side::
 See docs/python-guide.md.
 """
 
+from brooq._version import __version__
+from brooq.compat import SchemaMismatch, schema_version
 from brooq.config import WorkerConfig, parse_duration
 from brooq.errors import (
     BrooqError,
@@ -57,17 +59,20 @@ __all__ = [
     "PgCronMissing",
     "PreserveAttempt",
     "Retry",
+    "SchemaMismatch",
     "TopicSnapshot",
     "TopicStats",
     "UnknownTopic",
     "Worker",
     "WorkerConfig",
     "WorkerSnapshot",
+    "__version__",
     "cancel",
     "declare_topic",
     "enqueue",
     "enqueue_many",
     "get_job",
     "parse_duration",
+    "schema_version",
     "topic_stats",
 ]

@@ -23,6 +23,7 @@ import psycopg
 import psycopg.errors
 
 from brooq import config, producer
+from brooq._version import __version__
 from brooq.errors import BrooqError, ConfigError
 from brooq.producer import JobFate
 
@@ -281,9 +282,13 @@ def cmd_deploy(args: argparse.Namespace, out: TextIO) -> int:
     if args.verbose and done.output:
         out.write(done.output + "\n")
     changes = sum(1 for line in done.output.splitlines() if line.lstrip().startswith("+ "))
+    if done.adopted:
+        out.write(f"recorded schema {done.adopted} (installed without sqitch) in sqitch's registry\n")
     if done.method == "sqitch":
         summary = (f"deployed {changes} changes with sqitch deploy --verify" if changes
                    else "nothing to deploy: the schema is up to date (sqitch)")
+    elif done.current:
+        summary = done.output
     else:
         summary = "deployed sql/install.sql with psql"
     out.write(summary + "\n")
@@ -431,7 +436,7 @@ def instant(text: str) -> datetime:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="brooq", description="brooq: a job queue in PostgreSQL.")
-    parser.add_argument("--version", action="version", version=f"brooq {version()}")
+    parser.add_argument("--version", action="version", version=f"brooq {__version__}")
     dsn = Parser(add_help=False)
     dsn.add_argument("--dsn", help="the database (default: $BROOQ_DSN)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -506,16 +511,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="live line in a terminal, log lines in a pipe (auto), or off")
     p.set_defaults(func=cmd_demo, parser=p)
     return parser
-
-
-def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("brooq")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

@@ -1,21 +1,26 @@
 """Apply brooq's schema to a database: sqitch when it is there, else the install file.
 
-`sqitch deploy --verify` (with the repository's sqitch.plan) records what it deployed,
-so a later deploy applies only the new changes; `psql -f sql/install.sql` installs
-the whole schema in one transaction, into a database that has none of it yet.
-Both need the brooq source tree: it is found from this file (python/brooq/ in the
-repository) or from $BROOQ_ROOT.
+`sqitch deploy --verify` (with brooq's sqitch.plan) records what it deployed, so a
+later deploy applies only the new changes: it installs and it upgrades. Without
+sqitch, `psql -f sql/install.sql` installs the whole schema in one transaction,
+into a database that has no brooq schema yet; it cannot upgrade one, and refuses.
+
+The schema files travel in the package (brooq/schema/ in the wheel); in a source
+checkout they are the repository's own files; $BROOQ_ROOT or --root overrides both.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+
+from brooq import queries
 
 # libpq connection parameters and the environment variables that carry them, so
 # that sqitch (Perl, DBD::Pg over libpq) connects exactly where psycopg would.
@@ -38,16 +43,17 @@ class DeployError(RuntimeError):
 class Deployed:
     method: str  # "sqitch" or "psql"
     output: str  # what the tool printed
+    adopted: str | None = None  # the release recorded in sqitch's registry first, if any
+    current: bool = False  # psql found this very version installed and did nothing
 
 
-def repo_root() -> Path | None:
-    """The brooq source tree: $BROOQ_ROOT, or the checkout this package lives in."""
-    candidates = []
-    if env := os.environ.get("BROOQ_ROOT"):
-        candidates.append(Path(env))
-    candidates.append(Path(__file__).resolve().parent.parent.parent)
+def schema_root() -> Path | None:
+    """The schema files: $BROOQ_ROOT, the package's own copy, or the source checkout."""
+    package = Path(__file__).resolve().parent
+    candidates = [Path(env)] if (env := os.environ.get("BROOQ_ROOT")) else []
+    candidates += [package / "schema", package.parent.parent]
     for root in candidates:
-        if (root / "sqitch.plan").is_file() or (root / "sql" / "install.sql").is_file():
+        if (root / "sqitch.plan").is_file() and (root / "sql" / "install.sql").is_file():
             return root
     return None
 
@@ -71,20 +77,25 @@ def deploy(dsn: str, *, root: Path | None = None, method: str = "auto") -> Deplo
     method: "sqitch" (needs the sqitch command and sqitch.plan), "psql" (needs psql
     and sql/install.sql), or "auto": sqitch when possible, else psql.
     """
-    root = root or repo_root()
+    root = root or schema_root()
     if root is None:
         raise DeployError(
-            "cannot find the brooq schema files (sqitch.plan, sql/install.sql) next to "
-            f"{Path(__file__).resolve().parent}; run from a brooq checkout or set BROOQ_ROOT")
+            "cannot find the brooq schema files (sqitch.plan, sql/install.sql) in the package "
+            f"({Path(__file__).resolve().parent / 'schema'}); reinstall brooq or set BROOQ_ROOT")
     has_sqitch = shutil.which("sqitch") is not None and (root / "sqitch.plan").is_file()
     has_psql = shutil.which("psql") is not None and (root / "sql" / "install.sql").is_file()
     if method == "auto":
         method = "sqitch" if has_sqitch else "psql"
     env = libpq_env(dsn)
+    adopted = None
     if method == "sqitch" and has_sqitch:
         # "db:pg:" takes every connection parameter from the libpq environment.
         cmd = ["sqitch", "deploy", "--verify", "db:pg:"]
+        if (found := installed_version(dsn)) is not None and not _sqitch_registered(dsn):
+            adopted = _adopt(found, root, env)
     elif method == "psql" and has_psql:
+        if (found := installed_version(dsn)) is not None:
+            return _already_installed(found, root)
         cmd = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(root / "sql" / "install.sql")]
     else:
         raise DeployError(
@@ -95,7 +106,69 @@ def deploy(dsn: str, *, root: Path | None = None, method: str = "auto") -> Deplo
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
         raise DeployError(f"{method} failed (exit {done.returncode}): {_last_lines(output)}")
-    return Deployed(method, output)
+    return Deployed(method, output, adopted)
+
+
+def installed_version(dsn: str) -> str | None:
+    """The brooq schema version in the database, or None when it has no brooq schema."""
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            if conn.execute("select to_regnamespace('brooq') is null").fetchone() == (True,):
+                return None
+            if conn.execute("select to_regprocedure('brooq.version()') is null").fetchone() == (True,):
+                return "older than 0.1.0"
+            row = conn.execute(queries.VERSION).fetchone()
+    except psycopg.Error as exc:
+        raise DeployError(f"cannot read the database's brooq schema: {' '.join(str(exc).split())[:300]}") from exc
+    return str(row[0]) if row else None
+
+
+def _sqitch_registered(dsn: str) -> bool:
+    """Whether sqitch's registry (schema sqitch) records brooq changes in this database."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if conn.execute("select to_regclass('sqitch.changes') is null").fetchone() == (True,):
+            return False
+        row = conn.execute("select count(*) from sqitch.changes where project = 'brooq'").fetchone()
+    return bool(row and row[0])
+
+
+def _adopt(found: str, root: Path, env: dict[str, str]) -> str:
+    """Record a schema installed by sql/install.sql in sqitch's registry, up to its release.
+
+    `sqitch deploy --log-only --to @vX` writes the registry without running a script, so
+    the deploy that follows applies only what came after release X.
+    """
+    tag = f"@v{found}"
+    if not any(line.startswith(tag + " ") for line in (root / "sqitch.plan").read_text().splitlines()):
+        raise DeployError(
+            f"this database holds brooq schema {found}, installed without sqitch, and {found} is "
+            "not a release of the plan, so sqitch cannot tell what it contains; "
+            "install a release's sql/install.sql, or deploy with sqitch from the start")
+    cmd = ["sqitch", "deploy", "--log-only", "--to", tag, "db:pg:"]
+    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise DeployError(f"sqitch deploy --log-only --to {tag} failed (exit {done.returncode}): "
+                          f"{_last_lines(done.stdout + done.stderr)}")
+    return found
+
+
+def _already_installed(found: str, root: Path) -> Deployed:
+    """psql installs, it cannot upgrade: nothing to do at this version, else refuse."""
+    shipped = _shipped_version(root)
+    if found == shipped:
+        return Deployed("psql", f"brooq schema {found} is already installed: nothing to do",
+                        current=True)
+    raise DeployError(
+        f"this database holds brooq schema {found}; sql/install.sql ({shipped}) installs only "
+        "into a database without a brooq schema, and upgrading needs sqitch: "
+        "apt-get install sqitch, then brooq deploy again (docs/operations.md, Upgrading)")
+
+
+def _shipped_version(root: Path) -> str:
+    """The version sql/install.sql installs, read from its brooq.version() body."""
+    text = (root / "sql" / "install.sql").read_text()
+    m = re.search(r"function brooq\.version\(\).*?select '([^']+)'::text", text, re.DOTALL)
+    return m.group(1) if m else "unknown"
 
 
 def _missing(root: Path) -> str:

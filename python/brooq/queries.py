@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import LiteralString
 
+VERSION: LiteralString = "select brooq.version()"
+
 ENQUEUE: LiteralString = """
 select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,

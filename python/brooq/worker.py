@@ -43,6 +43,8 @@ from prometheus_client import Counter
 from psycopg.types.json import Jsonb
 
 from brooq import queries
+from brooq._version import __version__
+from brooq.compat import check_schema
 from brooq.config import WorkerConfig, format_duration, parse_address
 from brooq.errors import BrooqError, ConfigError, PermissionDenied, translate
 from brooq.executors import AsyncRunner, ThreadPool, Waker
@@ -560,6 +562,12 @@ class Worker:
         self._more = True
 
     def _declare_topics(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        try:
+            schema = check_schema(conn, __version__)
+        except BrooqError as exc:  # no schema, an older one, or no right to use it
+            self._fatal = exc
+            raise
+        log.info("worker %s: package %s, schema %s", self.name, __version__, schema)
         for h in self._handlers.values():
             try:
                 self._declare(conn, h)
