@@ -21,7 +21,7 @@ import pytest
 from conftest import ROOT, Server
 
 BIN = Path(sys.executable).parent / "brooq"
-COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.cli"]
+COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.tools"]
 
 
 def brooq(*args: str, dsn: str | None = None, env: dict[str, str] | None = None,

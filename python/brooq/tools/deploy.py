@@ -3,8 +3,8 @@
 `sqitch deploy --verify` (with the repository's sqitch.plan) records what it deployed,
 so a later deploy applies only the new changes; `psql -f sql/install.sql` installs
 the whole schema in one transaction, into a database that has none of it yet.
-Both need the brooq source tree: it is found from this file (python/brooq/ in the
-repository) or from $BROOQ_ROOT.
+Both need the brooq source tree: it is found from this file (python/brooq/tools/ in
+the repository) or from $BROOQ_ROOT.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def repo_root() -> Path | None:
     candidates = []
     if env := os.environ.get("BROOQ_ROOT"):
         candidates.append(Path(env))
-    candidates.append(Path(__file__).resolve().parent.parent.parent)
+    candidates.append(Path(__file__).resolve().parents[3])  # python/brooq/tools/deploy.py
     for root in candidates:
         if (root / "sqitch.plan").is_file() or (root / "sql" / "install.sql").is_file():
             return root

@@ -16,6 +16,7 @@ With --dsn it uses that database: its own topics (demo.*), and the jobs stay.
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import shutil
 import subprocess
@@ -25,16 +26,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TextIO, TypeVar
+from pathlib import Path
+from typing import Any, Protocol, TextIO, TypeVar
 
 import psycopg
 
 import brooq
-from brooq.cli import describe, format_table
-from brooq.deploy import DeployError, deploy
-from brooq.pgcluster import Cluster
-from brooq.progress import Progress
 from brooq.snapshot import WorkerSnapshot
+from brooq.tools.deploy import DeployError, deploy, repo_root
+from brooq.tools.progress import Progress
+from brooq.tools.text import describe, format_table
 
 H = TypeVar("H", bound=Callable[..., Any])
 
@@ -473,6 +474,37 @@ def prepare(dsn: str, out: TextIO) -> None:
     out.write(f"* deployed the schema with {how}\n")
 
 
+class Cluster(Protocol):
+    """What the demo uses of tests/pgcluster.py's Cluster."""
+
+    port: int
+    root: Path
+
+    @property
+    def dsn(self) -> str: ...
+
+    def start(self) -> Any: ...
+
+    def stop(self) -> None: ...
+
+
+def throwaway_cluster() -> Cluster:
+    """A durable throwaway cluster, from the checkout's test infrastructure
+    (tests/pgcluster.py): the demo without --dsn runs from a brooq checkout, as
+    deploying the schema does."""
+    root = repo_root()
+    path = None if root is None else root / "tests" / "pgcluster.py"
+    if path is None or not path.is_file():
+        raise RuntimeError("without --dsn the demo starts a throwaway PostgreSQL with the checkout's "
+                           "tests/pgcluster.py, which is not here: pass --dsn or set BROOQ_ROOT")
+    spec = importlib.util.spec_from_file_location("brooq_pgcluster", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cluster: Cluster = module.Cluster(durable=True)
+    return cluster
+
+
 def run_demo(dsn: str | None, *, jobs: int = 5000, timeout: float = 90.0,
              out: TextIO | None = None, progress: str = "auto") -> int:
     """The demo; returns the exit status (0: every job ended as planned)."""
@@ -482,7 +514,7 @@ def run_demo(dsn: str | None, *, jobs: int = 5000, timeout: float = 90.0,
     cluster: Cluster | None = None
     try:
         if dsn is None:
-            cluster = Cluster(durable=True)
+            cluster = throwaway_cluster()
             out.write(f"* starting a throwaway PostgreSQL on 127.0.0.1:{cluster.port} in "
                       f"{cluster.root} (stopped and removed at the end)\n")
             out.flush()
