@@ -29,7 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from brooq.pgcluster import Cluster
+
+# The throwaway cluster is test infrastructure (tests/pgcluster.py), not part of brooq.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from pgcluster import Cluster  # noqa: E402
 
 from bench.procs import WorkerFailed, Workers
 from bench.progress import Progress

@@ -24,7 +24,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from brooq.pgcluster import Cluster
+from pgcluster import Cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,7 +22,7 @@ from brooq import __version__
 from conftest import ROOT, Server
 
 BIN = Path(sys.executable).parent / "brooq"
-COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.cli"]
+COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.tools"]
 
 
 def brooq(*args: str, dsn: str | None = None, env: dict[str, str] | None = None,
@@ -376,6 +376,56 @@ def test_worker_runs_a_module_object_and_logs_progress_in_a_pipe(db: str, worker
                      lines[-1]), lines[-1]
     assert "\r" not in err  # a pipe gets plain lines
     assert re.search(r"INFO brooq\.worker: worker \S+: topics cli\.echo, concurrency 3, lease 5s", err), err
+
+
+CODE_MODULE = """
+    import datetime
+
+    import brooq
+
+    worker = brooq.Worker(concurrency=2, prefetch=0, name="from-code",
+                          poll_interval=datetime.timedelta(milliseconds=100))
+
+    @worker.handler("cli.code")
+    def settings(job: brooq.Job) -> object:
+        c = worker.config
+        return {"concurrency": c.concurrency, "prefetch": c.prefetch, "name": c.name,
+                "lease": c.lease.total_seconds()}
+"""
+
+
+def test_worker_options_win_over_values_given_in_code(db: str, tmp_path: Path) -> None:
+    # Before, the options became BROOQ_* variables, which a value in code overrides:
+    # this worker ran with concurrency 2, prefetch 0, name from-code.
+    (tmp_path / "codeapp.py").write_text(textwrap.dedent(CODE_MODULE))
+    declare(db, "cli.code")
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.enqueue('cli.code')")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")}
+    env["BROOQ_LEASE"] = "7s"  # the environment still fills what neither gives
+    proc = subprocess.Popen([*COMMAND, "worker", "codeapp:worker", "--dsn", db, "--concurrency", "5",
+                             "--prefetch", "1", "--name", "from-flag", "--progress", "off"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        wait_for(lambda: count_states(db).get("done") == 1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    with psycopg.connect(db) as conn:
+        result = conn.execute("select result from brooq.job").fetchone()
+    assert result == ({"concurrency": 5, "prefetch": 1, "name": "from-flag", "lease": 7.0},)
+
+
+def test_worker_options_are_the_worker_settings() -> None:
+    done = brooq("worker", "--help")
+    assert done.returncode == 0
+    for option in ("--concurrency", "--prefetch", "--lease", "--poll-interval", "--reap-interval",
+                   "--shutdown-grace", "--hung-grace", "--stats-interval", "--metrics-address",
+                   "--name"):
+        assert option in done.stdout, option
+    assert "$BROOQ_PREFETCH" in done.stdout and "$BROOQ_WORKER_NAME" in done.stdout
 
 
 def test_worker_in_a_terminal_shows_one_refreshing_line(db: str, worker_app: Path) -> None:

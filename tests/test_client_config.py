@@ -92,3 +92,20 @@ def test_a_worker_without_handlers_does_not_start() -> None:
     worker = brooq.Worker("dbname=x")
     with pytest.raises(brooq.ConfigError, match="no handlers"):
         worker.run()
+
+
+def test_the_guide_lists_every_setting_as_workerconfig_declares_it() -> None:
+    from pathlib import Path
+
+    from brooq import config
+
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "python-guide.md").read_text()
+    rows = [line for line in guide.splitlines() if line.startswith("| `")]
+    table = {cells[0].strip("`"): cells for line in rows
+             if len(cells := [c.strip() for c in line.strip("|").split("|")]) == 5}
+    assert list(table) == [f.name for f in config.SETTINGS]
+    for f in config.SETTINGS:
+        argument, variable, option, default, meaning = table[f.name]
+        assert variable == f"`{config.variables(f)[0]}`"
+        assert option == f"`--{f.name.replace('_', '-')}`"
+        assert (default, meaning) == (config.shown_default(f), f.metadata["doc"])

@@ -15,7 +15,7 @@ import pytest
 from conftest import Server
 
 BIN = Path(sys.executable).parent / "brooq"
-COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.cli"]
+COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.tools"]
 
 
 def run_demo(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from brooq.deploy import DeployError, deploy
+from brooq.tools.deploy import DeployError, deploy
 from conftest import ROOT, Server, dump_schema, psql_file, sqitch, sqitch_target
 
 RELEASE = "@v0.1.0"
@@ -299,6 +299,6 @@ def test_package_and_schema_versions_agree() -> None:
 
     text = (ROOT / "sql" / "function_version.sql").read_text()
     assert f"select '{__version__}'::text" in text
-    done = subprocess.run([sys.executable, "-m", "brooq.cli", "--version"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "brooq.tools.cli", "--version"], capture_output=True,
                           text=True, check=True)
     assert done.stdout.strip() == f"brooq {__version__}"

@@ -381,7 +381,7 @@ def test_a_result_the_database_refuses_fails_only_its_own_attempt(db: str, conn:
 
 
 def test_an_unreachable_database_is_retried_until_stop() -> None:
-    from brooq.pgcluster import free_port
+    from pgcluster import free_port
 
     worker = brooq.Worker(f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere", **FAST)
 

@@ -1,34 +1,26 @@
-"""Worker configuration: arguments, or BROOQ_* environment variables, validated at once.
+"""Worker configuration: code, the command line, or BROOQ_* environment variables,
+validated at once.
 
-Every setting can come from an argument or from the environment; an argument
-wins. Durations need a unit ("500ms", "30s", "2m", "1h", "1d", or sums like
-"1m30s"): a bare number is an error, because "30" could mean seconds or
+Each setting is declared once, as a field of WorkerConfig: its type, default and
+meaning. Its environment variable (BROOQ_<NAME>, see ``variables``) and its option
+of `brooq worker` (--<name>, see brooq.tools.cli) are derived from that field.
+Precedence: the command line, then a value given in code, then the environment,
+then the default. Durations need a unit ("500ms", "30s", "2m", "1h", "1d", or sums
+like "1m30s"): a bare number is an error, because "30" could mean seconds or
 milliseconds. Validation lists every problem in one :class:`ConfigError`.
-
-| setting          | variable               | default                      |
-|------------------|------------------------|------------------------------|
-| dsn              | BROOQ_DSN              | (required)                   |
-| concurrency      | BROOQ_CONCURRENCY      | 10                           |
-| prefetch         | BROOQ_PREFETCH         | concurrency                  |
-| lease            | BROOQ_LEASE            | 30s                          |
-| poll_interval    | BROOQ_POLL_INTERVAL    | 1s                           |
-| reap_interval    | BROOQ_REAP_INTERVAL    | lease / 2                    |
-| shutdown_grace   | BROOQ_SHUTDOWN_GRACE   | 30s                          |
-| hung_grace       | BROOQ_HUNG_GRACE       | 10s                          |
-| stats_interval   | BROOQ_STATS_INTERVAL   | 15s                          |
-| metrics_address  | BROOQ_METRICS_ADDRESS  | none (no HTTP server)        |
-| name             | BROOQ_WORKER_NAME      | hostname:pid:random          |
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ipaddress
 import os
 import re
 import secrets
 import socket
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import Field, dataclass, field, fields, replace
 from datetime import timedelta
 from typing import Any
 
@@ -71,21 +63,36 @@ def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
+def setting(default: Any, doc: str, *, shown: str | None = None,
+            variables: tuple[str, ...] | None = None) -> Any:
+    """A field of WorkerConfig: its default, what it means (the option's help and the
+    docs), the default as shown when it is derived (``shown``), and its environment
+    variables when they are not BROOQ_<NAME>."""
+    return field(default=default, metadata={"doc": doc, "shown": shown, "variables": variables})
+
+
 @dataclass(frozen=True)
 class WorkerConfig:
-    """The settings of a brooq.Worker (see the module docstring for variables and defaults)."""
+    """The settings of a brooq.Worker: the one place where a setting is declared."""
 
-    dsn: str = ""
-    concurrency: int = 10
-    prefetch: int | None = None  # None: as many as concurrency; 0: claim only for free slots
-    lease: timedelta = timedelta(seconds=30)
-    poll_interval: timedelta = timedelta(seconds=1)
-    reap_interval: timedelta | None = None  # None: lease / 2
-    shutdown_grace: timedelta = timedelta(seconds=30)
-    hung_grace: timedelta = timedelta(seconds=10)
-    stats_interval: timedelta = timedelta(seconds=15)
-    metrics_address: str | None = None
-    name: str | None = None  # None: hostname:pid:random
+    dsn: str = setting("", "the database: a libpq connection string or URI", shown="(required)")
+    concurrency: int = setting(10, "handlers running at once")
+    prefetch: int | None = setting(
+        None, "jobs claimed ahead, waiting leased for a free handler thread (0: none)",
+        shown="concurrency")
+    lease: timedelta = setting(timedelta(seconds=30), "lease length; heartbeats every lease/3")
+    poll_interval: timedelta = setting(timedelta(seconds=1), "claim period without NOTIFY")
+    reap_interval: timedelta | None = setting(None, "period of brooq.reap calls", shown="lease / 2")
+    shutdown_grace: timedelta = setting(timedelta(seconds=30),
+                                        "time to finish in-flight jobs on stop")
+    hung_grace: timedelta = setting(timedelta(seconds=10),
+                                    "how long a handler told to stop may run before it is reported hung")
+    stats_interval: timedelta = setting(timedelta(seconds=15),
+                                        "period of the brooq.topic_stats gauges (with a metrics server)")
+    metrics_address: str | None = setting(None, "serve /metrics and /healthz on HOST:PORT",
+                                          shown="none (no HTTP server)")
+    name: str | None = setting(None, "the worker's name (locked_by)", shown="hostname:pid:random",
+                               variables=("BROOQ_WORKER_NAME", "BROOQ_NAME"))
 
     @property
     def effective_reap_interval(self) -> timedelta:
@@ -101,7 +108,8 @@ class WorkerConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> WorkerConfig:
-        """Settings from BROOQ_* variables, overridden by the non-None keyword arguments.
+        """Settings from BROOQ_* variables, overridden by the non-None keyword arguments
+        (values given in code), overridden by the command line (see command_line).
 
         Raises ConfigError listing every problem (unparsable variables included).
         """
@@ -109,21 +117,27 @@ class WorkerConfig:
         problems: list[str] = []
         values: dict[str, Any] = {}
         for f in fields(cls):
-            names = _VARIABLES[f.name]
+            names = variables(f)
             raw = next((env[n] for n in names if env.get(n, "") != ""), None)
             if raw is None:
                 continue
             try:
-                values[f.name] = _PARSERS.get(f.name, str)(raw)
+                values[f.name] = parser(f)(raw)
             except ValueError as exc:
                 problems.append(f"{names[0]}={raw!r}: {exc}")
         values.update({k: v for k, v in overrides.items() if v is not None})
+        values.update(_command_line.get() or {})
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
             raise TypeError(f"unknown worker settings: {', '.join(sorted(unknown))}")
         config = cls(**values)
         config.validate(problems)
         return config
+
+    def with_command_line(self) -> WorkerConfig:
+        """This configuration with the settings of the command line (see command_line) over it."""
+        given = _command_line.get()
+        return replace(self, **given) if given else self
 
     def with_defaults(self) -> WorkerConfig:
         """This configuration with the worker name filled in."""
@@ -201,27 +215,51 @@ def _parse_int(text: str) -> int:
         raise ValueError("not an integer") from None
 
 
-_VARIABLES: dict[str, tuple[str, ...]] = {
-    "dsn": ("BROOQ_DSN",),
-    "concurrency": ("BROOQ_CONCURRENCY",),
-    "prefetch": ("BROOQ_PREFETCH",),
-    "lease": ("BROOQ_LEASE",),
-    "poll_interval": ("BROOQ_POLL_INTERVAL",),
-    "reap_interval": ("BROOQ_REAP_INTERVAL",),
-    "shutdown_grace": ("BROOQ_SHUTDOWN_GRACE",),
-    "hung_grace": ("BROOQ_HUNG_GRACE",),
-    "stats_interval": ("BROOQ_STATS_INTERVAL",),
-    "metrics_address": ("BROOQ_METRICS_ADDRESS",),
-    "name": ("BROOQ_WORKER_NAME", "BROOQ_NAME"),
-}
+def variables(f: Field[Any]) -> tuple[str, ...]:
+    """The environment variables of a setting, the first one its name in messages."""
+    names: tuple[str, ...] | None = f.metadata.get("variables")
+    return names or (f"BROOQ_{f.name.upper()}",)
 
-_PARSERS: dict[str, Any] = {
-    "concurrency": _parse_int,
-    "prefetch": _parse_int,
-    "lease": parse_duration,
-    "poll_interval": parse_duration,
-    "reap_interval": parse_duration,
-    "shutdown_grace": parse_duration,
-    "hung_grace": parse_duration,
-    "stats_interval": parse_duration,
-}
+
+def parser(f: Field[Any]) -> Callable[[str], Any]:
+    """How a setting is read from text (a variable, an option): by its type."""
+    kind = str(f.type)
+    if "timedelta" in kind:
+        return parse_duration
+    if kind.startswith("int"):
+        return _parse_int
+    return str
+
+
+def shown_default(f: Field[Any]) -> str:
+    """A setting's default as the docs and --help show it."""
+    shown: str | None = f.metadata.get("shown")
+    if shown is not None:
+        return shown
+    if isinstance(f.default, timedelta):
+        return format_duration(f.default)
+    return str(f.default)
+
+
+SETTINGS: tuple[Field[Any], ...] = fields(WorkerConfig)
+
+# Settings given on a command line: while a tool imports the user's module (which
+# makes its brooq.Worker), they win over values given in code. A context variable,
+# not the environment: nothing leaks into the process or its children.
+_command_line: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+    "brooq_command_line", default=None)
+
+
+@contextlib.contextmanager
+def command_line(settings: Mapping[str, Any]) -> Iterator[None]:
+    """Within this block, every WorkerConfig made takes these settings (None: not given)
+    over the values given in code and in the environment."""
+    given = {k: v for k, v in settings.items() if v is not None}
+    unknown = set(given) - {f.name for f in SETTINGS}
+    if unknown:
+        raise TypeError(f"unknown worker settings: {', '.join(sorted(unknown))}")
+    token = _command_line.set(given)
+    try:
+        yield
+    finally:
+        _command_line.reset(token)

@@ -12,6 +12,9 @@ from contextlib import contextmanager
 
 import psycopg
 
+# Errors retrying cannot help (an unknown topic, missing rights): a worker stops on them.
+FATAL_SQLSTATES = frozenset({"42704", "42501"})
+
 
 class BrooqError(Exception):
     """Base class of every brooq error."""

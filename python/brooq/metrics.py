@@ -13,24 +13,27 @@ import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
+import psycopg
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from psycopg.rows import class_row
+
+from brooq import queries
+from brooq.counters import Counters
+from brooq.producer import TopicStats
 
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
 
 
 class Metrics:
-    """The metric families of a worker, in their own registry."""
+    """The metric families of a worker, in their own registry. The per-topic counts
+    (claimed, settled, lease lost, hung) are read from the worker's Counters."""
 
-    def __init__(self) -> None:
+    def __init__(self, counters: Counters) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
-        self.claimed = Counter("brooq_jobs_claimed", "Jobs claimed by this worker.", ["topic"], registry=r)
-        self.settled = Counter(
-            "brooq_jobs_settled",
-            "Attempts settled by this worker, by outcome (done, failed, delay, preserve, cancel; "
-            "dead when the database made the failure final).",
-            ["topic", "outcome"], registry=r)
+        r.register(counters)
         self.duration = Histogram("brooq_attempt_duration_seconds", "Run time of handlers.",
                                   ["topic"], buckets=DURATION_BUCKETS, registry=r)
         self.busy_slots = Gauge("brooq_busy_slots", "Handlers running now.", registry=r)
@@ -41,23 +44,23 @@ class Metrics:
                                       "Age of the oldest ready job (0 when none).", ["topic"], registry=r)
         self.reaped = Counter("brooq_jobs_reaped", "Expired leases this worker returned to the queue.",
                               registry=r)
-        self.lease_lost = Counter("brooq_lease_lost", "Attempts whose lease was lost (canceled, reaped).",
-                                  ["topic"], registry=r)
-        self.hung = Counter("brooq_hung_handlers",
-                            "Handlers still running hung_grace after being told to stop.", ["topic"],
-                            registry=r)
 
     def declare_topic(self, topic: str) -> None:
         """Create the labelled series of a topic at zero, so they show before the first job."""
-        self.claimed.labels(topic)
-        for outcome in ("done", "failed", "delay", "preserve", "cancel", "dead"):
-            self.settled.labels(topic, outcome)
         self.duration.labels(topic)
-        self.lease_lost.labels(topic)
-        self.hung.labels(topic)
         for state in ("pending", "failed", "processing"):
             self.jobs.labels(topic, state)
         self.oldest_ready_age.labels(topic)
+
+    def refresh_stats(self, conn: psycopg.Connection[Any], topics: list[str]) -> None:
+        """Set the depth and lag gauges of these topics from brooq.topic_stats."""
+        cur = conn.cursor(row_factory=class_row(TopicStats))
+        for r in cur.execute(queries.TOPIC_STATS_OF, [topics]):
+            self.jobs.labels(r.topic, "pending").set(r.pending)
+            self.jobs.labels(r.topic, "failed").set(r.failed)
+            self.jobs.labels(r.topic, "processing").set(r.processing)
+            age = r.oldest_ready_age
+            self.oldest_ready_age.labels(r.topic).set(0.0 if age is None else age.total_seconds())
 
 
 class _Server(ThreadingHTTPServer):

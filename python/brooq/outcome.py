@@ -5,18 +5,26 @@ from __future__ import annotations
 import asyncio
 import inspect
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from brooq.payload import to_json
 from brooq.signals import Cancel, PreserveAttempt, Retry
 
 ERROR_MAX = 2000  # brooq.settle_many keeps that many characters of last_error
 
+# What a worker asks brooq.settle/settle_many to write: the one list of outcomes in Python.
+OutcomeName = Literal["done", "failed", "delay", "preserve", "cancel"]
+OUTCOMES: tuple[OutcomeName, ...] = get_args(OutcomeName)
+# How a settled attempt is counted: its outcome, or dead when the database made a
+# failure final (the metric brooq_jobs_settled_total{outcome} and the snapshot).
+SettledAs = Literal[OutcomeName, "dead"]
+SETTLED_AS: tuple[SettledAs, ...] = (*OUTCOMES, "dead")
+
 
 class Outcome(NamedTuple):
     """One settle_many element: outcome, error text, delay, result as JSON text."""
 
-    outcome: str  # done, failed, delay, preserve, cancel
+    outcome: OutcomeName
     error: str | None = None
     delay: timedelta | None = None
     result: str | None = None

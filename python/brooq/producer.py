@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import psycopg
+from psycopg.rows import class_row, scalar_row
 
 from brooq import queries
 from brooq.errors import InvalidArgument, mapped
@@ -72,9 +73,10 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     to the database clock, not to this machine's.
     """
     with mapped():
-        row = conn.execute(queries.ENQUEUE, [topic, jsonb(payload), key, at, priority, delay]).fetchone()
+        row = conn.cursor(row_factory=class_row(Enqueued)).execute(
+            queries.ENQUEUE, [topic, jsonb(payload), key, at, priority, delay]).fetchone()
     assert row is not None  # brooq.enqueue returns exactly one row
-    return Enqueued(int(row[0]), bool(row[1]))
+    return row
 
 
 def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
@@ -85,8 +87,8 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
     if keys is not None:
         keys = list(keys)
     with mapped():
-        rows = conn.execute(queries.ENQUEUE_MANY, [topic, values, keys, at, priority, delay]).fetchall()
-    return [Enqueued(int(r[0]), bool(r[1])) for r in rows]
+        return conn.cursor(row_factory=class_row(Enqueued)).execute(
+            queries.ENQUEUE_MANY, [topic, values, keys, at, priority, delay]).fetchall()
 
 
 def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
@@ -103,8 +105,8 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
 def cancel(conn: Conn, job_id: int) -> bool:
     """Cancel a job that is not finished; False when it is terminal or unknown (needs brooq_admin)."""
     with mapped():
-        row = conn.execute(queries.CANCEL, [job_id]).fetchone()
-    return bool(row and row[0])
+        canceled = conn.cursor(row_factory=scalar_row).execute(queries.CANCEL, [job_id]).fetchone()
+    return bool(canceled)
 
 
 def get_job(conn: Conn, job_id: int) -> JobFate | None:
@@ -116,13 +118,10 @@ def get_job(conn: Conn, job_id: int) -> JobFate | None:
     if job_id is None:
         raise InvalidArgument("job_id must not be None")
     with mapped():
-        row = conn.execute(queries.GET_JOB, [job_id]).fetchone()
-    return None if row is None else JobFate(*row)
+        return conn.cursor(row_factory=class_row(JobFate)).execute(queries.GET_JOB, [job_id]).fetchone()
 
 
 def topic_stats(conn: Conn) -> list[TopicStats]:
     """Depth and lag of every topic (brooq.topic_stats), ordered by topic."""
     with mapped():
-        rows = conn.execute(queries.TOPIC_STATS + " order by topic").fetchall()
-    return [TopicStats(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
-                       None if r[8] is None else timedelta(seconds=r[8])) for r in rows]
+        return conn.cursor(row_factory=class_row(TopicStats)).execute(queries.TOPIC_STATS).fetchall()

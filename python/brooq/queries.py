@@ -1,7 +1,10 @@
-"""The SQL brooq's Python code sends: one literal statement per brooq function.
+"""The SQL brooq's Python code sends, every statement of it: one literal statement per
+brooq function, then the few the tools (brooq.tools) send.
 
 Parameters are positional (%s) with explicit casts, so that prepared statements
-keep one plan whatever Python type psycopg picks for a value.
+keep one plan whatever Python type psycopg picks for a value. Result columns are
+named as the fields of the typed row they fill (brooq.job.Job, brooq.producer's
+rows): rows are read by name, never by position.
 """
 
 from __future__ import annotations
@@ -37,16 +40,27 @@ CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 # brooq.jobs is the read-only view of brooq.job, granted to the three roles.
 GET_JOB: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
-       idempotency_key, available_at, created_at, updated_at, locked_by, locked_until
+       idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until
   from brooq.jobs
  where id = %s::bigint
 """
 
 TOPIC_STATS: LiteralString = """
-select topic, paused, pending, failed, ready, scheduled, processing, expired,
-       extract(epoch from oldest_ready_age)::float8
+select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age
   from brooq.topic_stats
+ order by topic
 """
+
+# The worker's gauges: its own topics only.
+TOPIC_STATS_OF: LiteralString = """
+select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age
+  from brooq.topic_stats
+ where topic = any(%s::text[])
+"""
+
+PAUSE_TOPIC: LiteralString = "select brooq.pause_topic(%s::text)"
+
+RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 
 CLAIM: LiteralString = """
 select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at
@@ -77,3 +91,104 @@ select id
 REAP: LiteralString = "select id, topic from brooq.reap(max_jobs => %s::integer)"
 
 LISTEN: LiteralString = "listen brooq"
+
+# The worker's connection: no statement may outlive a lease (milliseconds, as text).
+SET_STATEMENT_TIMEOUT: LiteralString = "select set_config('statement_timeout', %s::text, false)"
+
+# --- the tools (brooq.tools) -----------------------------------------------------------
+
+# What `brooq declare-topic` prints back. brooq.topic is private: a role that may not
+# read it gets less detail.
+# TODO(lead): replace by brooq.topic_settings()
+TOPIC_SETTINGS: LiteralString = """
+select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify, paused
+  from brooq.topic
+ where name = %s::text
+"""
+
+# `brooq demo`. Its enqueue statements are shown to the user and run by psql, so they
+# are rendered with their values (psycopg.ClientCursor.mogrify) before they are sent.
+DEMO_DECLARE_TOPIC: LiteralString = (
+    "select name from brooq.declare_topic(%(topic)s, max_attempts => %(max_attempts)s,"
+    " backoff_base => %(backoff_base)s, backoff_max => %(backoff_max)s)")
+
+DEMO_ENQUEUE_LONG: LiteralString = (
+    "select id from brooq.enqueue(%(topic)s, %(payload)s, priority => %(priority)s)")
+
+DEMO_ENQUEUE_EMAIL: LiteralString = (
+    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
+    "'to', %(prefix)s || i || '@example.com') from generate_series(1, %(count)s) as i))")
+
+DEMO_ENQUEUE_EMAIL_LATER: LiteralString = (
+    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
+    "'to', %(prefix)s || i || '@example.com') from generate_series(1, %(count)s) as i),"
+    " delay => %(delay)s)")
+
+DEMO_ENQUEUE_EMAIL_FIRST: LiteralString = (
+    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
+    "'to', %(prefix)s || i || '@example.com') from generate_series(1, %(count)s) as i),"
+    " priority => %(priority)s)")
+
+DEMO_ENQUEUE_FLAKY: LiteralString = (
+    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
+    "'order', i, 'fail_times', 1 + i %% 2) from generate_series(1, %(count)s) as i))")
+
+DEMO_ENQUEUE_DOOMED: LiteralString = (
+    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
+    "'invoice', i) from generate_series(1, %(count)s) as i))")
+
+DEMO_CLOCK: LiteralString = "select clock_timestamp()"
+
+DEMO_HAS_SCHEMA: LiteralString = "select to_regnamespace('brooq') is not null"
+
+DEMO_JOB_STATE: LiteralString = "select state from brooq.jobs where id = %s::bigint"
+
+DEMO_UNFINISHED: LiteralString = """
+select count(*)
+  from brooq.jobs
+ where id = any(%s::bigint[]) and state not in ('done', 'dead', 'canceled')
+"""
+
+DEMO_FATE_BY_STATE: LiteralString = """
+select state, count(*) as jobs, avg(attempts)::float8 as avg_attempts,
+       (array_agg(last_error order by id) filter (where last_error is not null))[1] as last_error
+  from brooq.jobs
+ where id = any(%s::bigint[])
+ group by state
+"""
+
+DEMO_FATE_BY_TOPIC: LiteralString = """
+select topic, count(*) as jobs,
+       count(*) filter (where state = 'done') as done,
+       count(*) filter (where state = 'dead') as dead,
+       count(*) filter (where state = 'canceled') as canceled,
+       count(*) filter (where state not in ('done', 'dead', 'canceled')) as other,
+       avg(attempts)::float8 as avg_attempts
+  from brooq.jobs
+ where id = any(%s::bigint[])
+ group by topic
+ order by topic
+"""
+
+# How long after enqueue the delayed jobs finished at the earliest, and by which
+# rank (in finishing order among the demo.email jobs) the last priority job was done.
+DEMO_DELAYED_AND_VIP: LiteralString = """
+with email as (
+    select id, rank() over (order by updated_at, id) as rank
+      from brooq.jobs
+     where id = any(%(ids)s::bigint[]) and topic = 'demo.email' and state = 'done'
+)
+select (select extract(epoch from min(updated_at - created_at))::float8
+          from brooq.jobs where id = any(%(delayed)s::bigint[]) and state = 'done') as delayed_after,
+       (select max(rank) from email where id = any(%(vip)s::bigint[])) as vip_rank,
+       (select count(*) from email) as email_done
+"""
+
+# The busy phase: jobs ready at once (not the delayed ones, not the long one), from
+# the worker's start to the last one's end, on the database's clock.
+DEMO_BUSY: LiteralString = """
+select count(*) as jobs, sum(attempts) as attempts,
+       extract(epoch from max(updated_at) - %(start)s::timestamptz)::float8 as seconds
+  from brooq.jobs
+ where id = any(%(ids)s::bigint[]) and state in ('done', 'dead')
+"""

@@ -1,13 +1,11 @@
-"""Counters of a running worker, for progress displays (read with Worker.snapshot())."""
+"""Counters of a running worker, for progress displays (read with Worker.snapshot()).
+
+The numbers come from brooq.counters, which Prometheus reads too."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-# Indexes of the per-topic counter lists the worker keeps.
-CLAIMED, DONE, FAILED, RETRIED, DEAD, CANCELED, LEASE_LOST, HUNG = range(8)
-N_COUNTERS = 8
 
 
 @dataclass(frozen=True)
@@ -22,10 +20,6 @@ class TopicSnapshot:
     canceled: int = 0
     lease_lost: int = 0
     hung: int = 0
-
-    @classmethod
-    def of(cls, counts: list[int]) -> TopicSnapshot:
-        return cls(*counts[:N_COUNTERS])
 
 
 @dataclass(frozen=True)

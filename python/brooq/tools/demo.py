@@ -16,6 +16,7 @@ With --dsn it uses that database: its own topics (demo.*), and the jobs stay.
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import shutil
 import subprocess
@@ -25,16 +26,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TextIO, TypeVar
+from pathlib import Path
+from typing import Any, LiteralString, Protocol, TextIO, TypeVar
 
 import psycopg
+from psycopg.rows import class_row, scalar_row
 
 import brooq
-from brooq.cli import describe, format_table
-from brooq.deploy import DeployError, deploy
-from brooq.pgcluster import Cluster
-from brooq.progress import Progress
+from brooq import queries
 from brooq.snapshot import WorkerSnapshot
+from brooq.tools.deploy import DeployError, deploy, schema_root
+from brooq.tools.progress import Progress
+from brooq.tools.text import describe, format_table
 
 H = TypeVar("H", bound=Callable[..., Any])
 
@@ -83,34 +86,35 @@ class Plan:
         return {"done": self.email + self.flaky + self.delayed + self.vip,
                 "dead": self.doomed, "canceled": self.long}
 
-    def statements(self) -> list[tuple[str, str]]:
-        """(label, SQL) pairs: the declarations, then one enqueue per kind of job."""
-        backoff = (f"backoff_base => '{_interval(BACKOFF_BASE)}', "
-                   f"backoff_max => '{_interval(BACKOFF_MAX)}'")
-        out = [(f"topic {name}", _declare(name, max_attempts, backoff))
-               for name, max_attempts in TOPICS.items()]
-        long_payload = '{"report": "yearly", "seconds": 60}'
+    def statements(self) -> list[tuple[str, LiteralString, dict[str, Any]]]:
+        """(label, SQL, values): the declarations, then one enqueue per kind of job."""
+        backoff = {"backoff_base": _interval(BACKOFF_BASE), "backoff_max": _interval(BACKOFF_MAX)}
+        out: list[tuple[str, LiteralString, dict[str, Any]]] = [
+            (f"topic {name}", queries.DEMO_DECLARE_TOPIC,
+             {"topic": name, "max_attempts": max_attempts, **backoff})
+            for name, max_attempts in TOPICS.items()]
         out += [
-            ("long", f"select id from brooq.enqueue('demo.report', '{long_payload}', priority => 20)"),
-            ("email", _many("demo.email", "'to', 'user' || i || '@example.com'", self.email)),
-            ("flaky", _many("demo.flaky", "'order', i, 'fail_times', 1 + i % 2", self.flaky)),
-            ("doomed", _many("demo.doomed", "'invoice', i", self.doomed)),
-            ("delayed", _many("demo.email", "'to', 'later' || i || '@example.com'", self.delayed,
-                              f", delay => '{_interval(DELAY)}'")),
-            ("vip", _many("demo.email", "'to', 'vip' || i || '@example.com'", self.vip,
-                          ", priority => 10")),
+            ("long", queries.DEMO_ENQUEUE_LONG,
+             {"topic": "demo.report", "payload": '{"report": "yearly", "seconds": 60}',
+              "priority": 20}),
+            ("email", queries.DEMO_ENQUEUE_EMAIL,
+             {"topic": "demo.email", "prefix": "user", "count": self.email}),
+            ("flaky", queries.DEMO_ENQUEUE_FLAKY, {"topic": "demo.flaky", "count": self.flaky}),
+            ("doomed", queries.DEMO_ENQUEUE_DOOMED, {"topic": "demo.doomed", "count": self.doomed}),
+            ("delayed", queries.DEMO_ENQUEUE_EMAIL_LATER,
+             {"topic": "demo.email", "prefix": "later", "count": self.delayed,
+              "delay": _interval(DELAY)}),
+            ("vip", queries.DEMO_ENQUEUE_EMAIL_FIRST,
+             {"topic": "demo.email", "prefix": "vip", "count": self.vip, "priority": 10}),
         ]
         return out
 
 
-def _declare(name: str, max_attempts: int, backoff: str) -> str:
-    return f"select name from brooq.declare_topic('{name}', max_attempts => {max_attempts}, {backoff})"
-
-
-def _many(topic: str, fields: str, count: int, options: str = "") -> str:
-    """enqueue_many of `count` payloads built by jsonb_build_object(fields) over i = 1..count."""
-    return (f"select id from brooq.enqueue_many('{topic}', array(select jsonb_build_object({fields})"
-            f" from generate_series(1, {count}) as i){options})")
+def render(dsn: str, statements: list[tuple[str, LiteralString, dict[str, Any]]]) -> list[tuple[str, str]]:
+    """(label, SQL text with its values): what psql runs and the user reads."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = psycopg.ClientCursor(conn)
+        return [(label, cur.mogrify(query, values)) for label, query, values in statements]
 
 
 def _interval(value: timedelta) -> str:
@@ -121,6 +125,7 @@ def _interval(value: timedelta) -> str:
 @dataclass
 class Enqueued:
     ids: dict[str, list[int]] = field(default_factory=dict)
+    statements: list[tuple[str, str]] = field(default_factory=list)  # (label, SQL text)
     tool: str = ""
     seconds: float = 0.0
 
@@ -133,7 +138,7 @@ def enqueue_from_sql(dsn: str, plan: Plan) -> Enqueued:
     """Run the plan's SQL in one transaction: through psql if installed, else psycopg."""
     result = Enqueued()
     started = time.monotonic()
-    statements = plan.statements()
+    statements = result.statements = render(dsn, plan.statements())
     if shutil.which("psql"):
         script = "\n".join(f"\\echo #{label}\n{sql};" for label, sql in statements)
         done = subprocess.run(
@@ -154,8 +159,8 @@ def enqueue_from_sql(dsn: str, plan: Plan) -> Enqueued:
     else:
         with psycopg.connect(dsn) as conn, conn.transaction():
             for label, sql in statements:
-                rows = conn.execute(sql.encode()).fetchall()
-                result.ids[label] = [r[0] if isinstance(r[0], int) else 0 for r in rows]
+                values = conn.cursor(row_factory=scalar_row).execute(sql.encode()).fetchall()
+                result.ids[label] = [v if isinstance(v, int) else 0 for v in values]
         result.tool = "psycopg"
     result.seconds = time.monotonic() - started
     return result
@@ -234,9 +239,9 @@ class Demo:
         try:
             with psycopg.connect(self.dsn, autocommit=True) as conn:
                 while not self.finished.is_set():
-                    row = conn.execute("select state from brooq.jobs where id = %s",
-                                       [self.long_id]).fetchone()
-                    if row and row[0] == "processing":
+                    state = conn.cursor(row_factory=scalar_row).execute(
+                        queries.DEMO_JOB_STATE, [self.long_id]).fetchone()
+                    if state == "processing":
                         break
                     time.sleep(0.05)
                 else:
@@ -274,7 +279,7 @@ class Demo:
         self.long_id = enqueued.ids["long"][0]
         self.out.write(f"* declared {len(TOPICS)} topics and enqueued {len(ids)} jobs from SQL "
                        f"({enqueued.tool}, one transaction, {enqueued.seconds:.2f}s):\n")
-        for label, sql in plan.statements():
+        for label, sql in enqueued.statements:
             if not label.startswith("topic "):
                 self.out.write(f"    {sql};  -- {len(enqueued.ids[label])} {_describe_kind(label)}\n")
         self.out.write(f"* worker: {CONCURRENCY} handlers at once, lease {LEASE.total_seconds():g}s; "
@@ -289,8 +294,8 @@ class Demo:
         watcher = threading.Thread(target=self.watch, args=(worker, ids), daemon=True)
         canceler = threading.Thread(target=self.cancel_long_job, daemon=True)
         with psycopg.connect(self.dsn, autocommit=True) as conn:
-            row = conn.execute("select clock_timestamp()").fetchone()
-            self.started_at = row[0] if row else None
+            self.started_at = conn.cursor(row_factory=scalar_row).execute(
+                queries.DEMO_CLOCK).fetchone()
         started = time.monotonic()
         if self.progress is not None:
             self.progress.start()
@@ -323,25 +328,30 @@ class Demo:
 
     def report(self, ids: list[int], snap: WorkerSnapshot, elapsed: float) -> int:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
-            by_state = conn.execute(FATE_BY_STATE, [ids]).fetchall()
-            by_topic = conn.execute(FATE_BY_TOPIC, [ids]).fetchall()
-            extra = conn.execute(DELAYED_AND_VIP, {"ids": ids, "delayed": self.plan_ids("delayed"),
-                                                   "vip": self.plan_ids("vip")}).fetchone()
+            by_state = conn.cursor(row_factory=class_row(FateByState)).execute(
+                queries.DEMO_FATE_BY_STATE, [ids]).fetchall()
+            by_topic = conn.cursor(row_factory=class_row(FateByTopic)).execute(
+                queries.DEMO_FATE_BY_TOPIC, [ids]).fetchall()
+            extra = conn.cursor(row_factory=class_row(DelayedAndFirst)).execute(
+                queries.DEMO_DELAYED_AND_VIP, {"ids": ids, "delayed": self.plan_ids("delayed"),
+                                               "vip": self.plan_ids("vip")}).fetchone()
             busy_ids = [i for k in ("email", "flaky", "doomed", "vip") for i in self.plan_ids(k)]
-            busy = conn.execute(BUSY, {"ids": busy_ids, "start": self.started_at}).fetchone()
+            busy = conn.cursor(row_factory=class_row(Busy)).execute(
+                queries.DEMO_BUSY, {"ids": busy_ids, "start": self.started_at}).fetchone()
         order = {s: i for i, s in enumerate(("done", "dead", "canceled", "failed", "pending",
                                               "processing"))}
-        by_state.sort(key=lambda r: order.get(r[0], 99))
+        by_state.sort(key=lambda r: order.get(r.state, 99))
         self.out.write(f"\nfate of the {len(ids)} jobs by state (one SELECT on brooq.jobs: "
                        "a job's fate is its own row)\n")
         self.out.write(format_table(
             ["state", "jobs", "avg attempts", "example last_error"],
-            [[r[0], r[1], f"{r[2]:.2f}", _cut(r[3])] for r in by_state]) + "\n\n")
+            [[r.state, r.jobs, f"{r.avg_attempts:.2f}", _cut(r.last_error)] for r in by_state]) + "\n\n")
         self.out.write(format_table(
             ["topic", "jobs", "done", "dead", "canceled", "other", "avg attempts"],
-            [[r[0], r[1], r[2], r[3], r[4], r[5], f"{r[6]:.2f}"] for r in by_topic]) + "\n\n")
+            [[r.topic, r.jobs, r.done, r.dead, r.canceled, r.other, f"{r.avg_attempts:.2f}"]
+             for r in by_topic]) + "\n\n")
         if extra is not None:
-            delayed_after, vip_rank, email_done = extra
+            delayed_after, vip_rank, email_done = extra.delayed_after, extra.vip_rank, extra.email_done
             if delayed_after is not None:
                 self.out.write(f"delayed: the {len(self.plan_ids('delayed'))} jobs enqueued with "
                                f"delay => '{_interval(DELAY)}' finished {delayed_after:.1f}s or more "
@@ -352,9 +362,9 @@ class Demo:
                                f"{email_done} demo.email jobs to finish\n")
         attempts = (snap.done + snap.failed + snap.retried + snap.dead + snap.canceled
                     + snap.lease_lost)
-        finished = sum(int(r[1]) for r in by_state if r[0] in ("done", "dead", "canceled"))
-        if busy is not None and busy[0] and busy[2]:
-            jobs, busy_attempts, seconds = int(busy[0]), int(busy[1]), float(busy[2])
+        finished = sum(r.jobs for r in by_state if r.state in ("done", "dead", "canceled"))
+        if busy is not None and busy.jobs and busy.seconds:
+            jobs, busy_attempts, seconds = busy.jobs, int(busy.attempts or 0), busy.seconds
             self.out.write(f"throughput: the worker finished {jobs} jobs ({busy_attempts} attempts, "
                            f"retries included) in {seconds:.2f}s: {jobs / seconds:.0f} jobs/s, "
                            f"{busy_attempts / seconds:.0f} attempts/s (all jobs but the delayed "
@@ -364,7 +374,7 @@ class Demo:
                        f"({rate:.0f} jobs/s, the {_interval(DELAY)} delay included)\n")
         if self.interrupted:
             return 130
-        counts = {r[0]: int(r[1]) for r in by_state}
+        counts = {r.state: r.jobs for r in by_state}
         expected = self.plan.expected()
         wrong = {s: (counts.get(s, 0), n) for s, n in expected.items() if counts.get(s, 0) != n}
         if wrong:
@@ -381,54 +391,41 @@ class Demo:
 
 def unfinished(conn: psycopg.Connection[Any], ids: list[int]) -> int:
     """How many of these jobs are not terminal yet."""
-    row = conn.execute("select count(*) from brooq.jobs where id = any(%s)"
-                       " and state not in ('done', 'dead', 'canceled')", [ids]).fetchone()
-    return int(row[0]) if row else 0
+    count = conn.cursor(row_factory=scalar_row).execute(queries.DEMO_UNFINISHED, [ids]).fetchone()
+    return int(count or 0)
 
 
-FATE_BY_STATE = """
-select state, count(*), avg(attempts)::float8,
-       (array_agg(last_error order by id) filter (where last_error is not null))[1]
-  from brooq.jobs
- where id = any(%s)
- group by state
-"""
-
-FATE_BY_TOPIC = """
-select topic, count(*),
-       count(*) filter (where state = 'done'),
-       count(*) filter (where state = 'dead'),
-       count(*) filter (where state = 'canceled'),
-       count(*) filter (where state not in ('done', 'dead', 'canceled')),
-       avg(attempts)::float8
-  from brooq.jobs
- where id = any(%s)
- group by topic
- order by topic
-"""
-
-# How long after enqueue the delayed jobs finished at the earliest, and by which
-# rank (in finishing order among the demo.email jobs) the last priority job was done.
-DELAYED_AND_VIP = """
-with email as (
-    select id, rank() over (order by updated_at, id) as rank
-      from brooq.jobs
-     where id = any(%(ids)s) and topic = 'demo.email' and state = 'done'
-)
-select (select extract(epoch from min(updated_at - created_at))::float8
-          from brooq.jobs where id = any(%(delayed)s) and state = 'done'),
-       (select max(rank) from email where id = any(%(vip)s)),
-       (select count(*) from email)
-"""
+@dataclass(frozen=True)
+class FateByState:
+    state: str
+    jobs: int
+    avg_attempts: float
+    last_error: str | None  # an example
 
 
-# The busy phase: jobs ready at once (not the delayed ones, not the long one), from
-# the worker's start to the last one's end, on the database's clock.
-BUSY = """
-select count(*), sum(attempts), extract(epoch from max(updated_at) - %(start)s::timestamptz)::float8
-  from brooq.jobs
- where id = any(%(ids)s) and state in ('done', 'dead')
-"""
+@dataclass(frozen=True)
+class FateByTopic:
+    topic: str
+    jobs: int
+    done: int
+    dead: int
+    canceled: int
+    other: int
+    avg_attempts: float
+
+
+@dataclass(frozen=True)
+class DelayedAndFirst:
+    delayed_after: float | None  # seconds from enqueue to done, the earliest delayed job
+    vip_rank: int | None  # by which rank the last priority job was done
+    email_done: int
+
+
+@dataclass(frozen=True)
+class Busy:
+    jobs: int
+    attempts: int | None
+    seconds: float | None
 
 
 def _describe_kind(label: str) -> str:
@@ -462,8 +459,8 @@ def _safe_dsn(dsn: str) -> str:
 def prepare(dsn: str, out: TextIO) -> None:
     """Deploy the schema unless it is there already."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute("select to_regnamespace('brooq') is not null").fetchone()
-    if row and row[0]:
+        deployed = conn.cursor(row_factory=scalar_row).execute(queries.DEMO_HAS_SCHEMA).fetchone()
+    if deployed:
         out.write("* schema brooq is already deployed in this database: using it\n")
         return
     done = deploy(dsn)
@@ -471,6 +468,37 @@ def prepare(dsn: str, out: TextIO) -> None:
     how = (f"sqitch deploy --verify ({changes} changes)" if done.method == "sqitch"
            else "psql -f sql/install.sql")
     out.write(f"* deployed the schema with {how}\n")
+
+
+class Cluster(Protocol):
+    """What the demo uses of tests/pgcluster.py's Cluster."""
+
+    port: int
+    root: Path
+
+    @property
+    def dsn(self) -> str: ...
+
+    def start(self) -> Any: ...
+
+    def stop(self) -> None: ...
+
+
+def throwaway_cluster() -> Cluster:
+    """A durable throwaway cluster, from the checkout's test infrastructure
+    (tests/pgcluster.py): the demo without --dsn runs from a brooq checkout, as
+    deploying the schema does."""
+    root = schema_root()
+    path = None if root is None else root / "tests" / "pgcluster.py"
+    if path is None or not path.is_file():
+        raise RuntimeError("without --dsn the demo starts a throwaway PostgreSQL with the checkout's "
+                           "tests/pgcluster.py, which is not here: pass --dsn or set BROOQ_ROOT")
+    spec = importlib.util.spec_from_file_location("brooq_pgcluster", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cluster: Cluster = module.Cluster(durable=True)
+    return cluster
 
 
 def run_demo(dsn: str | None, *, jobs: int = 5000, timeout: float = 90.0,
@@ -482,7 +510,7 @@ def run_demo(dsn: str | None, *, jobs: int = 5000, timeout: float = 90.0,
     cluster: Cluster | None = None
     try:
         if dsn is None:
-            cluster = Cluster(durable=True)
+            cluster = throwaway_cluster()
             out.write(f"* starting a throwaway PostgreSQL on 127.0.0.1:{cluster.port} in "
                       f"{cluster.root} (stopped and removed at the end)\n")
             out.flush()

@@ -49,7 +49,7 @@ class Deployed:
 
 def schema_root() -> Path | None:
     """The schema files: $BROOQ_ROOT, the package's own copy, or the source checkout."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # brooq/tools/deploy.py -> brooq/
     candidates = [Path(env)] if (env := os.environ.get("BROOQ_ROOT")) else []
     candidates += [package / "schema", package.parent.parent]
     for root in candidates:

@@ -12,20 +12,22 @@ import importlib
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import Field, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import psycopg
 import psycopg.errors
+from psycopg.rows import class_row, scalar_row
 
-from brooq import config, producer
+from brooq import config, producer, queries
 from brooq._version import __version__
 from brooq.errors import BrooqError, ConfigError
 from brooq.producer import JobFate
+from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
 if TYPE_CHECKING:
     from brooq.worker import Worker
@@ -49,85 +51,6 @@ def parse_duration(text: str) -> timedelta:
         return config.parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def format_duration(value: timedelta | None) -> str:
-    """An age, rounded for reading: 640ms, 2.7s, 3.2m, 5.0h, 2.1d."""
-    if value is None:
-        return "-"
-    seconds = value.total_seconds()
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    if seconds < 120:
-        return f"{seconds:.1f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f}m"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f}h"
-    return f"{seconds / 86400:.1f}d"
-
-
-def format_setting(value: timedelta) -> str:
-    """A setting, exactly, in its largest whole unit: 100ms, 1s, 1m, 30d (1m30s as 90s)."""
-    ms = round(value.total_seconds() * 1000)
-    if ms == 0:
-        return "0s"
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
-
-
-def format_time(value: datetime | None) -> str:
-    return value.isoformat(sep=" ", timespec="milliseconds") if value else "-"
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain text table; numbers right-aligned."""
-    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    numeric = [all(isinstance(row[i], int | float) for row in rows) and bool(rows)
-               for i in range(len(headers))]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
-
-    out = [line(cells[0]), "  ".join("-" * w for w in widths)]
-    out += [line(r) for r in cells[1:]]
-    return "\n".join(out)
-
-
-# --- errors ---------------------------------------------------------------------
-
-def condition_name(sqlstate: str) -> str:
-    """42704 -> undefined_object (PostgreSQL's condition name for the SQLSTATE)."""
-    try:
-        name = psycopg.errors.lookup(sqlstate).__name__
-    except KeyError:
-        return "unknown condition"
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
-
-
-def describe(exc: BaseException) -> str:
-    """One line for the user: the message, [SQLSTATE condition], and the hint if any."""
-    cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, psycopg.Error):
-        cause = cause.__cause__ or cause.__context__
-    if isinstance(cause, psycopg.Error):
-        message = cause.diag.message_primary or str(cause) or type(cause).__name__
-        sqlstate, hint = cause.sqlstate, cause.diag.message_hint
-    else:  # a brooq error raised by Python itself, or any other exception
-        message = str(exc) or type(exc).__name__
-        sqlstate, hint = getattr(exc, "sqlstate", None), None
-    text = " ".join(message.split())
-    if sqlstate in ("3F000", "42P01", "42883") and "brooq" in text and not hint:
-        hint = "is brooq deployed in this database? brooq deploy applies the schema"
-    if sqlstate:
-        text += f" [{sqlstate} {condition_name(sqlstate)}]"
-    if hint:
-        text += f"; hint: {' '.join(hint.split())}"
-    return text
 
 
 # --- database ---------------------------------------------------------------------
@@ -230,11 +153,17 @@ def cmd_cancel(args: argparse.Namespace, out: TextIO) -> int:
     return 1
 
 
-TOPIC = """
-select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify, paused
-  from brooq.topic
- where name = %s
-"""
+@dataclass(frozen=True)
+class TopicSettings:
+    """A topic's settings as stored (queries.TOPIC_SETTINGS)."""
+
+    max_attempts: int
+    backoff_base: timedelta
+    backoff_max: timedelta
+    retention: timedelta
+    max_payload_bytes: int
+    notify: bool
+    paused: bool
 
 
 def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
@@ -245,25 +174,26 @@ def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         producer.declare_topic(conn, args.name, **settings)
         try:
-            row = conn.execute(TOPIC, [args.name]).fetchone()
+            t = conn.cursor(row_factory=class_row(TopicSettings)).execute(
+                queries.TOPIC_SETTINGS, [args.name]).fetchone()
         except psycopg.errors.InsufficientPrivilege:
-            row = None
-    if row is None:  # brooq.topic is private: a role that may not read it gets less detail
+            t = None
+    if t is None:  # brooq.topic is private: a role that may not read it gets less detail
         out.write(f"declared topic {args.name}\n")
         return 0
-    out.write(f"declared topic {args.name}: max_attempts={row[0]} backoff_base={format_setting(row[1])}"
-              f" backoff_max={format_setting(row[2])} retention={format_setting(row[3])}"
-              f" max_payload_bytes={row[4]} notify={'on' if row[5] else 'off'}"
-              f"{' (paused)' if row[6] else ''}\n")
+    out.write(f"declared topic {args.name}: max_attempts={t.max_attempts}"
+              f" backoff_base={format_setting(t.backoff_base)}"
+              f" backoff_max={format_setting(t.backoff_max)} retention={format_setting(t.retention)}"
+              f" max_payload_bytes={t.max_payload_bytes} notify={'on' if t.notify else 'off'}"
+              f"{' (paused)' if t.paused else ''}\n")
     return 0
 
 
 def cmd_pause(args: argparse.Namespace, out: TextIO) -> int:
     pause = args.command == "pause"
-    function = "brooq.pause_topic" if pause else "brooq.resume_topic"
     with connect(args) as conn:
-        row = conn.execute(f"select {function}(%s)", [args.topic]).fetchone()
-    changed = bool(row and row[0])
+        changed = conn.cursor(row_factory=scalar_row).execute(
+            queries.PAUSE_TOPIC if pause else queries.RESUME_TOPIC, [args.topic]).fetchone()
     if pause:
         out.write(f"paused topic {args.topic}\n" if changed else f"topic {args.topic} was already paused\n")
     else:
@@ -272,7 +202,7 @@ def cmd_pause(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_deploy(args: argparse.Namespace, out: TextIO) -> int:
-    from brooq.deploy import DeployError, deploy
+    from brooq.tools.deploy import DeployError, deploy
 
     dsn = dsn_of(args)
     try:
@@ -296,20 +226,6 @@ def cmd_deploy(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # --- worker -------------------------------------------------------------------------
-
-# Worker options of the command line become BROOQ_* variables before the module is
-# imported, so that brooq.Worker (via brooq.WorkerConfig) sees them. A value the
-# module passes to brooq.Worker() explicitly wins.
-WORKER_ENV = {
-    "dsn": "BROOQ_DSN",
-    "concurrency": "BROOQ_CONCURRENCY",
-    "lease": "BROOQ_LEASE",
-    "poll_interval": "BROOQ_POLL_INTERVAL",
-    "name": "BROOQ_WORKER_NAME",
-    "shutdown_grace": "BROOQ_SHUTDOWN_GRACE",
-    "metrics_address": "BROOQ_METRICS_ADDRESS",
-}
-
 
 def load_worker(spec: str) -> Worker:
     """MODULE:OBJECT -> a brooq.Worker (OBJECT may also be a callable returning one)."""
@@ -347,13 +263,13 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
-    from brooq.progress import LogToProgress, Progress
+    from brooq.tools.progress import LogToProgress, Progress
 
-    for option, variable in WORKER_ENV.items():
-        value = getattr(args, option, None)
-        if value is not None:
-            os.environ[variable] = format_env(value)
-    worker = load_worker(args.worker)
+    # The options reach the brooq.Worker the module makes as it is imported: they win
+    # over the values the module gives in code, and over BROOQ_* variables.
+    given = {f.name: getattr(args, f.name, None) for f in config.SETTINGS}
+    with config.command_line(given):
+        worker = load_worker(args.worker)
     mode = args.progress
     live = {"auto": None, "live": True, "log": False, "off": False}[mode]
     progress = Progress(worker.snapshot, sys.stderr, live=live)
@@ -375,16 +291,10 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def format_env(value: object) -> str:
-    if isinstance(value, timedelta):
-        return config.format_duration(value)
-    return str(value)
-
-
 # --- demo ---------------------------------------------------------------------------
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
-    from brooq.demo import run_demo
+    from brooq.tools.demo import run_demo
 
     dsn = args.dsn or os.environ.get("BROOQ_DSN")
     return run_demo(dsn, jobs=args.jobs, timeout=args.timeout.total_seconds(), out=out,
@@ -434,6 +344,30 @@ def instant(text: str) -> datetime:
     return value
 
 
+def setting_type(f: Field[Any]) -> Callable[[str], Any]:
+    """A WorkerConfig field's parser as an argparse type (its message on bad input)."""
+    parse = config.parser(f)
+
+    def parse_option(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse_option
+
+
+def add_setting_options(p: argparse.ArgumentParser) -> None:
+    """--<setting> for every field of WorkerConfig (the dsn is the shared --dsn)."""
+    for f in config.SETTINGS:
+        if f.name == "dsn":
+            continue
+        p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=setting_type(f),
+                       metavar=f.name.upper(),
+                       help=f"{f.metadata['doc']} (default: {config.shown_default(f)}; "
+                            f"${config.variables(f)[0]})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="brooq", description="brooq: a job queue in PostgreSQL.")
     parser.add_argument("--version", action="version", version=f"brooq {__version__}")
@@ -445,12 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", parents=[dsn], help="run a worker: brooq worker MODULE:OBJECT")
     p.add_argument("worker", metavar="MODULE:OBJECT",
                    help="a brooq.Worker, or a callable returning one (e.g. myapp.jobs:worker)")
-    p.add_argument("--concurrency", type=positive_int, help="handlers running at once")
-    p.add_argument("--lease", type=parse_duration, help="lease length, e.g. 30s")
-    p.add_argument("--poll-interval", type=parse_duration, help="poll period without NOTIFY, e.g. 1s")
-    p.add_argument("--name", help="the worker's name (locked_by)")
-    p.add_argument("--shutdown-grace", type=parse_duration, help="time to finish in-flight jobs on stop")
-    p.add_argument("--metrics-address", help="serve /metrics and /healthz on HOST:PORT")
+    add_setting_options(p)
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
                    help="live line in a terminal, log lines in a pipe (auto), or off")
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO",

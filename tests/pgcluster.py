@@ -1,6 +1,8 @@
 """A throwaway PostgreSQL cluster built from the local binaries.
 
-Used by the demo, the tests and the benchmark: initdb in a temporary directory,
+Test and bench infrastructure, not part of the brooq package. Used by the tests'
+fixtures (conftest.py), the benchmark (bench/main.py) and `brooq demo` without
+--dsn (which loads this file from the checkout): initdb in a temporary directory,
 a free port on 127.0.0.1, pg_cron preloaded when it is installed, trust auth for
 the superuser `postgres`, and everything removed on stop. initdb and postgres
 refuse to run as root, so as root they run as the unprivileged user `postgres`.

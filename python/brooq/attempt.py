@@ -1,0 +1,86 @@
+"""One claimed job on its way from claim to settle, and the handler it runs with.
+
+Shared by the worker's rooms: the loop (worker.py) makes an Attempt per claimed job,
+the leases (leases.py) hold it, the settler (settler.py) writes its outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from brooq.job import Chained, Job
+from brooq.outcome import Outcome
+
+Handler = Callable[[Job], Any]
+
+# Attempt.phase: claimed and waiting for a thread (prefetched), running, never run
+QUEUED, STARTED, SKIPPED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class TopicHandler:
+    """A registered handler and the topic settings it declares at start."""
+
+    topic: str
+    fn: Handler
+    is_async: bool
+    timeout: timedelta | None
+    max_attempts: int
+    backoff_base: timedelta
+    backoff_max: timedelta
+    retention: timedelta
+    max_payload_bytes: int
+    notify: bool
+
+
+class Attempt:
+    """One claimed job from claim to settle (loop thread only, except `elapsed`)."""
+
+    __slots__ = (
+        "cancel_requested",
+        "canceled_at",
+        "closed",
+        "deadline",
+        "elapsed",
+        "handler",
+        "hung_reported",
+        "job",
+        "phase",
+        "started",
+        "task",
+    )
+
+    def __init__(self, job: Job, handler: TopicHandler) -> None:
+        self.job = job
+        self.handler = handler
+        self.phase = QUEUED  # changed under Worker._lock: a pool thread starts it, or the loop withdraws it
+        self.started = 0.0
+        self.deadline: float | None = None
+        self.closed = False  # an outcome is queued or the lease is lost: the handler's answer is ignored
+        self.canceled_at: float | None = None
+        self.hung_reported = False
+        self.elapsed = 0.0
+        self.task: asyncio.Task[None] | None = None  # async handlers (event loop thread only)
+        self.cancel_requested = False  # async handlers (event loop thread only)
+
+    def begin(self, now: float) -> None:
+        """The handler starts now: the timeout counts from here."""
+        self.phase = STARTED
+        self.started = now
+        timeout = self.handler.timeout
+        self.deadline = None if timeout is None else now + timeout.total_seconds()
+
+
+class Pending:
+    """An outcome waiting in the settler's outbox."""
+
+    __slots__ = ("attempt", "chained", "outcome")
+
+    def __init__(self, attempt: Attempt, outcome: Outcome, chained: list[Chained]) -> None:
+        self.attempt = attempt
+        self.outcome = outcome
+        self.chained = chained

@@ -1,0 +1,88 @@
+"""The leases: which claimed jobs this worker holds, renewing them, and losing one.
+
+A job is held from its claim until its outcome is settled. Every lease/3 the loop
+asks brooq.heartbeat to renew them all; an id missing from the answer is a lost
+lease (the job was canceled or reaped): the attempt is closed, counted, and handed
+to ``on_lost``, which stops its handler and drops its outcome, so nothing is ever
+written for it. A job claimed again by this worker before a heartbeat noticed the
+loss (reaped, then claimed anew) loses its older attempt the same way.
+
+Runs on the loop's thread and connection and starts no thread: a test drives it
+with a connection and attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+from psycopg.rows import scalar_row
+
+from brooq import queries
+from brooq.attempt import Attempt
+from brooq.counters import Counters
+
+
+class Leases:
+    """The attempts this worker holds a lease for, by job id."""
+
+    def __init__(self, worker: str, lease: timedelta, counters: Counters,
+                 on_lost: Callable[[Attempt, float], None]) -> None:
+        self.worker = worker
+        self.lease = lease
+        self.every = lease.total_seconds() / 3
+        self.next_heartbeat = 0.0
+        self._counters = counters.topics
+        self._on_lost = on_lost
+        self._held: dict[int, Attempt] = {}
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def held(self, job_id: int) -> Attempt | None:
+        return self._held.get(job_id)
+
+    def hold(self, attempt: Attempt, now: float) -> None:
+        """A claim gave us this job: hold it until it is settled or lost."""
+        if not self._held:
+            self.next_heartbeat = now + self.every
+        job_id = attempt.job.id
+        old = self._held.get(job_id)
+        if old is not None:  # reaped and claimed again by us before a heartbeat noticed
+            self.lose(old, now)
+        self._held[job_id] = attempt
+
+    def release(self, attempt: Attempt) -> None:
+        """Its outcome is settled (or its lease lost): stop renewing it."""
+        job_id = attempt.job.id
+        if self._held.get(job_id) is attempt:
+            del self._held[job_id]
+
+    def lose(self, attempt: Attempt, now: float) -> None:
+        """The lease is gone (canceled, reaped): close the attempt, write nothing for it."""
+        self.release(attempt)
+        attempt.closed = True
+        self._counters[attempt.job.topic].lease_lost += 1
+        self._on_lost(attempt, now)
+
+    def due(self, now: float) -> bool:
+        return bool(self._held) and now >= self.next_heartbeat
+
+    def renew_soon(self, now: float) -> None:
+        """Renew at the next turn (after a reconnect: leases may have run short meanwhile)."""
+        self.next_heartbeat = now
+
+    def heartbeat(self, conn: psycopg.Connection[Any], now: float) -> None:
+        """Renew every held lease in one brooq.heartbeat; lose those it does not return."""
+        ids = list(self._held)
+        tokens = [self._held[i].job.lease_token for i in ids]
+        cur = conn.cursor(row_factory=scalar_row)
+        kept = set(cur.execute(queries.HEARTBEAT, [self.worker, ids, self.lease, tokens]).fetchall())
+        self.next_heartbeat = now + self.every
+        for job_id in ids:
+            if job_id not in kept:
+                attempt = self._held.get(job_id)
+                if attempt is not None:
+                    self.lose(attempt, now)

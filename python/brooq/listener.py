@@ -1,0 +1,77 @@
+"""The listener: LISTEN brooq on a connection of its own, and wake the loop when a job
+of one of our topics is enqueued.
+
+A notification is a latency hint, never the carrier: the loop also polls every
+poll_interval, and after a (re)connect the listener says "notified" at once, since
+a notification may have been missed meanwhile. The loop reads ``notified`` to claim
+at once, and clears it when it claims.
+
+``run`` is the body of the listener's thread (reconnecting with backoff);
+``listen`` and ``receive`` are its two steps, which a test drives on a connection
+without any thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import psycopg
+
+from brooq import queries
+
+log = logging.getLogger("brooq.worker")
+
+RECONNECT_MIN = 0.1
+RECONNECT_MAX = 5.0
+
+
+def backoff(failures: int) -> float:
+    """Seconds to wait before the next connection attempt after ``failures`` in a row."""
+    return float(min(RECONNECT_MAX, RECONNECT_MIN * 2 ** (failures - 1)))
+
+
+class Listener:
+    """Wakes the loop on notifications for our topics."""
+
+    def __init__(self, worker: str, topics: Iterable[str], wake: Callable[[], None]) -> None:
+        self.worker = worker
+        self.topics = frozenset(topics)
+        self.wake = wake
+        self.notified = True  # jobs may be ready before the first notification: claim at once
+
+    def listen(self, conn: psycopg.Connection[Any]) -> None:
+        """Start listening on ``conn``; a notification may have been missed until now."""
+        conn.execute(queries.LISTEN)
+        self.notified = True
+        self.wake()
+
+    def receive(self, conn: psycopg.Connection[Any], timeout: float) -> int:
+        """Take the notifications that arrive within ``timeout`` seconds; wake the loop for
+        each one of our topics. Returns how many were ours."""
+        ours = 0
+        for note in conn.notifies(timeout=timeout):
+            if note.payload in self.topics:
+                ours += 1
+                self.notified = True
+                self.wake()
+        return ours
+
+    def run(self, dsn: str, connect_kwargs: dict[str, Any], closing: threading.Event) -> None:
+        """Listen until ``closing`` is set, reconnecting with backoff (the thread's body)."""
+        failures = 0
+        while not closing.is_set():
+            try:
+                with psycopg.connect(dsn, **connect_kwargs) as conn:
+                    self.listen(conn)
+                    failures = 0
+                    while not closing.is_set():
+                        self.receive(conn, 0.5)
+            except psycopg.Error as exc:
+                failures += 1
+                delay = backoff(failures)
+                log.debug("worker %s: listener connection lost (%s); retrying in %.1fs",
+                          self.worker, exc, delay)
+                closing.wait(delay)

@@ -1,0 +1,40 @@
+"""Typed rows on the worker's hot path, matched by column name.
+
+psycopg's class_row builds each row as cls(**dict(zip(names, values))): 1.3 us a row
+against 0.4 us for cls(*values), measured on Job, which is a few percent of a
+drained job. fields_row checks the result's column names against the class's
+parameters once per result, then builds every row positionally: a query whose
+columns drift from the class fails at once, by name, and a row costs what a tuple
+did. Cold paths (a job's fate, topic stats) use class_row itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from psycopg import Cursor
+from psycopg.rows import RowFactory, RowMaker
+
+T = TypeVar("T")
+
+
+def fields_row(cls: Callable[..., T]) -> RowFactory[T]:
+    """A row factory making ``cls(*values)`` once the columns are checked to be, by name
+    and in order, the parameters of ``cls``."""
+    expected = [p for p in inspect.signature(cls).parameters if p != "self"]
+
+    def factory(cursor: Cursor[Any]) -> RowMaker[T]:
+        description = cursor.description
+        names = [] if description is None else [c.name for c in description]
+        if description is not None and names != expected:
+            raise TypeError(f"columns {names} are not the fields of {getattr(cls, '__name__', cls)}"
+                            f" {expected}")
+
+        def make(values: Sequence[Any]) -> T:
+            return cls(*values)
+
+        return make
+
+    return factory

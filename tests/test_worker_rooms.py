@@ -1,0 +1,209 @@
+"""The worker's rooms, each driven by hand on a real connection, without a worker thread:
+the settler (outbox, settle_many, chained jobs, one-by-one fallback, counting), the
+leases (heartbeat, losing a lease) and the listener (NOTIFY wake-ups)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import brooq
+import psycopg
+import pytest
+from brooq import queries
+from brooq.attempt import Attempt, TopicHandler
+from brooq.counters import Counters
+from brooq.job import Chained, Job
+from brooq.leases import Leases
+from brooq.listener import Listener
+from brooq.outcome import Outcome
+from brooq.rows import fields_row
+from brooq.settler import Settler
+from psycopg.rows import scalar_row
+
+Conn = psycopg.Connection[Any]
+WORKER = "rooms"
+
+
+def handler(topic: str) -> TopicHandler:
+    return TopicHandler(topic, lambda job: None, False, None, 3, timedelta(seconds=1),
+                        timedelta(minutes=1), timedelta(days=1), 1 << 20, True)
+
+
+def claim(conn: Conn, topic: str, n: int) -> list[Attempt]:
+    """Enqueue n jobs and claim them as WORKER: one attempt each."""
+    brooq.declare_topic(conn, topic, max_attempts=3)
+    brooq.enqueue_many(conn, topic, [{"n": i} for i in range(n)])
+    jobs = conn.cursor(row_factory=fields_row(Job)).execute(
+        queries.CLAIM, [WORKER, [topic], n, timedelta(seconds=30)]).fetchall()
+    assert len(jobs) == n
+    return [Attempt(job, handler(topic)) for job in jobs]
+
+
+def fate(conn: Conn, job_id: int) -> brooq.JobFate:
+    got = brooq.get_job(conn, job_id)
+    assert got is not None
+    return got
+
+
+class Released(list[Attempt]):
+    def __call__(self, attempt: Attempt) -> None:
+        self.append(attempt)
+
+
+# --- the settler ---------------------------------------------------------------------
+
+
+def test_the_settler_writes_every_outcome_in_one_batch_and_counts_it(conn: Conn) -> None:
+    done, failed, retried, canceled, stolen = claim(conn, "t.settle", 5)
+    brooq.cancel(conn, stolen.job.id)  # the lease is gone: nothing may be written for it
+    counters = Counters()
+    counters.add_topic("t.settle")
+    released = Released()
+    settler = Settler(WORKER, counters, release=released)
+    settler.add(done, Outcome("done", result='{"ok": true}'))
+    settler.add(failed, Outcome("failed", "ValueError: no"))
+    settler.add(retried, Outcome("delay", "Retry: later", timedelta(seconds=30)))
+    settler.add(canceled, Outcome("cancel", "Cancel: enough"))
+    settler.add(stolen, Outcome("done"))
+    assert len(settler) == 5
+
+    settler.settle(conn)
+
+    assert len(settler) == 0
+    assert released == [done, failed, retried, canceled, stolen]
+    assert (fate(conn, done.job.id).state, fate(conn, done.job.id).result) == ("done", {"ok": True})
+    assert fate(conn, failed.job.id).state == "failed"
+    assert fate(conn, retried.job.id).last_error == "Retry: later"
+    assert fate(conn, canceled.job.id).state == "canceled"
+    assert fate(conn, stolen.job.id).result is None  # canceled from outside, never settled done
+    snap = counters["t.settle"].snapshot()
+    assert (snap.done, snap.failed, snap.retried, snap.canceled, snap.lease_lost) == (1, 1, 1, 1, 1)
+
+
+def test_a_value_the_database_refuses_fails_that_attempt_alone(conn: Conn) -> None:
+    good, bad = claim(conn, "t.fallback", 2)
+    counters = Counters()
+    counters.add_topic("t.fallback")
+    settler = Settler(WORKER, counters, release=Released())
+    settler.add(good, Outcome("done"))
+    settler.add(bad, Outcome("done", result="not json"))  # settle_many refuses the whole batch
+
+    settler.settle(conn)  # ... so the settler goes one by one
+
+    assert fate(conn, good.job.id).state == "done"
+    bad_fate = fate(conn, bad.job.id)
+    assert bad_fate.state == "failed" and "cannot settle done" in (bad_fate.last_error or "")
+    assert counters["t.fallback"].settled["done"] == 1
+    assert counters["t.fallback"].settled["failed"] == 1
+
+
+def test_chained_jobs_are_enqueued_with_done_and_never_without_it(conn: Conn) -> None:
+    brooq.declare_topic(conn, "t.next")
+    parent, lost = claim(conn, "t.chain", 2)
+    brooq.cancel(conn, lost.job.id)
+    settler = Settler(WORKER, _counters("t.chain"), release=Released())
+    settler.add(parent, Outcome("done"), [Chained("t.next", {"from": parent.job.id})])
+    settler.add(lost, Outcome("done"), [Chained("t.next", {"from": lost.job.id})])
+
+    settler.settle(conn)
+
+    assert fate(conn, parent.job.id).state == "done"
+    payloads = conn.cursor(row_factory=scalar_row).execute(
+        "select payload from brooq.jobs where topic = 't.next'").fetchall()
+    assert payloads == [{"from": parent.job.id}]  # the lost one's chain was rolled back
+
+
+def test_settle_and_claim_share_one_pipeline(conn: Conn) -> None:
+    (first,) = claim(conn, "t.pipe", 1)
+    brooq.enqueue_many(conn, "t.pipe", [{"n": 1}, {"n": 2}])
+    settler = Settler(WORKER, _counters("t.pipe"), release=Released())
+    settler.add(first, Outcome("done"))
+
+    jobs = settler.settle_and_claim(conn, [WORKER, ["t.pipe"], 10, timedelta(seconds=30)])
+
+    assert jobs is not None and sorted(j.payload["n"] for j in jobs) == [1, 2]
+    assert fate(conn, first.job.id).state == "done"
+    assert settler.settle_and_claim(conn, [WORKER, ["t.pipe"], 10, timedelta(seconds=30)]) is None
+
+
+def test_a_dropped_outcome_is_never_written(conn: Conn) -> None:
+    (att,) = claim(conn, "t.drop", 1)
+    settler = Settler(WORKER, _counters("t.drop"), release=Released())
+    settler.add(att, Outcome("done"))
+    settler.drop(att)
+    settler.settle(conn)
+    assert fate(conn, att.job.id).state == "processing"
+
+
+def _counters(topic: str) -> Counters:
+    counters = Counters()
+    counters.add_topic(topic)
+    return counters
+
+
+# --- the leases ----------------------------------------------------------------------
+
+
+def test_a_heartbeat_keeps_held_leases_and_loses_a_canceled_one(conn: Conn) -> None:
+    kept, canceled = claim(conn, "t.lease", 2)
+    counters = _counters("t.lease")
+    lost: list[tuple[Attempt, float]] = []
+    leases = Leases(WORKER, timedelta(seconds=60), counters,
+                    on_lost=lambda att, now: lost.append((att, now)))
+    leases.hold(kept, 100.0)
+    leases.hold(canceled, 100.0)
+    assert len(leases) == 2 and leases.next_heartbeat == 120.0  # lease / 3 after the first hold
+    assert not leases.due(119.0) and leases.due(120.0)
+    before = fate(conn, kept.job.id).locked_until
+    brooq.cancel(conn, canceled.job.id)
+
+    leases.heartbeat(conn, 120.0)
+
+    assert lost == [(canceled, 120.0)] and canceled.closed and not kept.closed
+    assert leases.held(kept.job.id) is kept and leases.held(canceled.job.id) is None
+    assert counters["t.lease"].lease_lost == 1
+    assert leases.next_heartbeat == 140.0
+    after = fate(conn, kept.job.id).locked_until
+    assert before is not None and after is not None and after > before  # renewed
+
+
+def test_a_job_claimed_again_loses_its_older_attempt() -> None:
+    counters = _counters("t.again")
+    lost: list[Attempt] = []
+    leases = Leases(WORKER, timedelta(seconds=30), counters, on_lost=lambda att, now: lost.append(att))
+    job = Job(7, "t.again", {}, 1, 3, 0, 1, None)  # type: ignore[arg-type]
+    old = Attempt(job, handler("t.again"))
+    new = Attempt(Job(7, "t.again", {}, 1, 3, 0, 2, None), handler("t.again"))  # type: ignore[arg-type]
+    leases.hold(old, 0.0)
+    leases.hold(new, 1.0)
+    assert lost == [old] and old.closed and leases.held(7) is new
+    leases.release(old)  # a late release of the old attempt leaves the new one held
+    assert leases.held(7) is new
+
+
+# --- the listener --------------------------------------------------------------------
+
+
+def test_the_listener_wakes_for_its_topics_only(db: str, conn: Conn) -> None:
+    brooq.declare_topic(conn, "t.mine")
+    brooq.declare_topic(conn, "t.other")
+    wakes: list[None] = []
+    listener = Listener(WORKER, ["t.mine"], lambda: wakes.append(None))
+    with psycopg.connect(db, autocommit=True) as listening:
+        listener.listen(listening)
+        assert listener.notified and len(wakes) == 1  # a notification may have been missed
+        listener.notified = False
+        brooq.enqueue(conn, "t.other", {})
+        assert listener.receive(listening, 0.3) == 0
+        assert not listener.notified and len(wakes) == 1
+        brooq.enqueue(conn, "t.mine", {})
+        assert listener.receive(listening, 2.0) == 1
+        assert listener.notified and len(wakes) == 2
+
+
+@pytest.mark.parametrize("failures, seconds", [(1, 0.1), (2, 0.2), (4, 0.8), (20, 5.0)])
+def test_the_listener_reconnects_with_a_bounded_backoff(failures: int, seconds: float) -> None:
+    from brooq.listener import backoff
+
+    assert backoff(failures) == pytest.approx(seconds)
