@@ -1,0 +1,175 @@
+"""The chaos test application: one worker process that audits every execution.
+
+    python tests/chaos/app.py DSN --name w3 [--lease 2s] [--concurrency 4]
+    python tests/chaos/app.py DSN --name storm1 --storm [--lease 1s] [--hold 2.5]
+
+Topic ``chaos``: the payload says what the handler does:
+  {"ms": 50, "plan": "ok" | "fail_once" | "always_fail"}
+The handler records its start in chaos.execution (its own autocommit connection,
+retried until stored, so a PostgreSQL restart delays it but never loses it), waits
+``ms`` (stopping early when job.canceled is set: the lease is lost), records its end,
+then returns {"exec": id} (done) or raises "planned failure exec=id" (fail_once on
+its first attempt, always_fail always), so that the outcome names its execution.
+
+--storm: a client of the SQL functions alone, with no heartbeats: it claims jobs with
+a short lease, runs each for ``--hold`` seconds (longer than the lease), then settles
+them with the lease tokens claim returned. A lease storm: every one of its jobs is
+reaped and claimed again elsewhere, and its late settles must all be refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+import time
+import uuid
+from datetime import timedelta
+from typing import Any, LiteralString
+
+import brooq
+import psycopg
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+log = logging.getLogger("chaos.app")
+TOPIC = "chaos"
+MAX_ATTEMPTS = 5
+AUDIT_PATIENCE = 180.0  # seconds a handler keeps trying to write its audit row
+
+
+class Audit:
+    """chaos.execution writes, one autocommit connection per thread, retried."""
+
+    def __init__(self, dsn: str, worker: str) -> None:
+        self.dsn = dsn
+        self.worker = worker
+        self.pid = os.getpid()
+        self.local = threading.local()
+
+    def _write(self, query: LiteralString, args: list[Any]) -> None:
+        deadline = time.monotonic() + AUDIT_PATIENCE
+        while True:
+            conn: psycopg.Connection[Any] | None = getattr(self.local, "conn", None)
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5,
+                                           application_name=f"chaos audit {self.worker}")
+                    self.local.conn = conn
+                conn.execute(query, args)
+                return
+            except psycopg.OperationalError:
+                if conn is not None:
+                    conn.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def start(self, exec_id: str, job_id: int, token: int, attempt: int) -> None:
+        self._write("insert into chaos.execution (exec_id, job_id, lease_token, attempt, worker, pid,"
+                    " started_at) values (%s, %s, %s, %s, %s, %s, %s) on conflict do nothing",
+                    [exec_id, job_id, token, attempt, self.worker, self.pid, time.time()])
+
+    def end(self, exec_id: str, lost: bool) -> None:
+        self._write("update chaos.execution set ended_at = %s, lost = %s where exec_id = %s",
+                    [time.time(), lost, exec_id])
+
+
+def execute(audit: Audit, job_id: int, token: int, attempt: int, payload: Any,
+            canceled: Any, hold: float | None = None) -> dict[str, str]:
+    """One execution: audited start, the work, audited end, then the planned outcome."""
+    exec_id = uuid.uuid4().hex[:16]
+    audit.start(exec_id, job_id, token, attempt)
+    seconds = hold if hold is not None else float(payload.get("ms", 0)) / 1000
+    if canceled is not None:
+        lost = bool(canceled.wait(seconds))
+    else:
+        time.sleep(seconds)
+        lost = False
+    audit.end(exec_id, lost)
+    if lost:
+        raise RuntimeError(f"lease lost exec={exec_id}")
+    plan = payload.get("plan", "ok")
+    if plan == "always_fail" or (plan == "fail_once" and attempt == 1):
+        raise RuntimeError(f"planned failure exec={exec_id}")
+    return {"exec": exec_id}
+
+
+def build(dsn: str, name: str, lease: timedelta, concurrency: int) -> brooq.Worker:
+    worker = brooq.Worker(dsn, name=name, lease=lease, concurrency=concurrency,
+                          poll_interval=timedelta(milliseconds=200), shutdown_grace=timedelta(seconds=10))
+    audit = Audit(dsn, name)
+
+    @worker.handler(TOPIC, max_attempts=MAX_ATTEMPTS, backoff_base=timedelta(milliseconds=50),
+                    backoff_max=timedelta(milliseconds=200), timeout=None)
+    def handle(job: brooq.Job) -> dict[str, str]:
+        return execute(audit, job.id, job.lease_token, job.attempt, job.payload, job.canceled)
+
+    return worker
+
+
+def _storm_job(audit: Audit, hold: float, outcomes: dict[int, tuple[str, str | None]],
+               job_id: int, token: int, attempt: int, payload: Any) -> None:
+    try:
+        execute(audit, job_id, token, attempt, payload, None, hold)
+        outcomes[job_id] = ("done", None)
+    except RuntimeError as exc:
+        outcomes[job_id] = ("failed", str(exc))
+
+
+def storm(dsn: str, name: str, lease: timedelta, hold: float, batch: int) -> None:
+    """Claim, hold past the lease without heartbeats, settle late; until SIGTERM/SIGKILL."""
+    audit = Audit(dsn, name)
+    refused = settled = 0
+    while True:
+        try:
+            with psycopg.connect(dsn, autocommit=True, application_name=f"brooq worker {name}") as conn:
+                while True:
+                    rows = conn.execute(
+                        "select id, lease_token, attempt, payload from brooq.claim(%s, array[%s], %s, %s)",
+                        [name, TOPIC, batch, lease]).fetchall()
+                    if not rows:
+                        time.sleep(0.1)
+                        continue
+                    threads: list[threading.Thread] = []
+                    outcomes: dict[int, tuple[str, str | None]] = {}
+                    for r in rows:
+                        t = threading.Thread(target=_storm_job, args=(audit, hold, outcomes, *r), daemon=True)
+                        t.start()
+                        threads.append(t)
+                    for t in threads:
+                        t.join()
+                    ids = [r[0] for r in rows]
+                    got = conn.execute(
+                        "select id, state from brooq.settle_many(%s, %s, %s, %s, %s)",
+                        [name, ids, [r[1] for r in rows], [outcomes[i][0] for i in ids],
+                         [outcomes[i][1] for i in ids]]).fetchall()
+                    settled += len(got)
+                    refused += len(rows) - len(got)
+                    log.info("%s: settled %d, refused %d so far", name, settled, refused)
+        except psycopg.OperationalError as exc:
+            log.warning("%s: %s", name, exc)
+            time.sleep(0.5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dsn")
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--lease", type=brooq.parse_duration, default=timedelta(seconds=2))
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--storm", action="store_true")
+    parser.add_argument("--hold", type=float, default=2.5)
+    parser.add_argument("--batch", type=int, default=4)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO if args.storm else logging.WARNING, format=f"{args.name} %(levelname)s %(message)s")
+    if args.storm:
+        storm(args.dsn, args.name, args.lease, args.hold, args.batch)
+    else:
+        build(args.dsn, args.name, args.lease, args.concurrency).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,307 @@
+"""Judge a chaos history: counts of each violation class, and the run's figures.
+
+Pure functions of a History (see history.py), so hand-made histories test them.
+
+Violation classes (each a count; a clean run has zero of every one):
+
+lost                   an acknowledged enqueue whose job is missing, or not terminal
+                       (done, dead, canceled) once the run has drained
+outcome_unfinished     a job done (or dead) whose outcome names no execution of that
+                       job that finished (the result, or last_error, carries the id)
+outcome_stale_lease    an outcome written by an execution whose claim was no longer
+                       the job's current lease when the outcome was written
+overlap_unexplained    two executions of one job that ran at the same time, unless the
+                       earlier claim's lease was lost first (reaped or canceled)
+reexec_unexplained     a job executed again without its previous claim ending in a
+                       reap or a recorded failure/retry; or one claim executed twice
+started_after_cancel   an execution that started more than ``cancel_bound`` seconds
+                       after a cancel of its job had committed
+unexpected_dead        a dead job that was not planned to fail every time, or that
+                       died before its last attempt (invariant 7)
+attempts_mismatch      attempts that disagree with the executions or the claims: an
+                       execution whose (lease token, attempt) matches no claim, a row
+                       whose attempts differ from its claims minus preserves
+illegal_transition     a change of state that SPEC.md section 3 does not allow (out of
+                       a terminal state, a claim that does not add 1 to the token...)
+live_row_deleted       a row deleted while pending, failed or processing (purge)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from chaos.history import Execution, History, Transition
+
+TERMINAL = frozenset({"done", "dead", "canceled"})
+READY = frozenset({"pending", "failed"})
+VIOLATIONS = (
+    "lost",
+    "outcome_unfinished",
+    "outcome_stale_lease",
+    "overlap_unexplained",
+    "reexec_unexplained",
+    "started_after_cancel",
+    "unexpected_dead",
+    "attempts_mismatch",
+    "illegal_transition",
+    "live_row_deleted",
+)
+EXEC_IN_ERROR = re.compile(r"exec=([\w-]+)")
+
+
+@dataclass
+class Report:
+    violations: Counter[str] = field(default_factory=Counter)
+    details: list[str] = field(default_factory=list)
+    figures: dict[str, float] = field(default_factory=dict)
+
+    def flag(self, kind: str, detail: str) -> None:
+        assert kind in VIOLATIONS, kind
+        self.violations[kind] += 1
+        if len(self.details) < 200:
+            self.details.append(f"{kind}: {detail}")
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Every class with its count (zeros included)."""
+        return {k: self.violations.get(k, 0) for k in VIOLATIONS}
+
+    @property
+    def total(self) -> int:
+        return sum(self.violations.values())
+
+    def summary(self) -> str:
+        figures = ", ".join(f"{k} {v:g}" for k, v in self.figures.items())
+        bad = ", ".join(f"{k} {v}" for k, v in self.counts.items() if v) or "none"
+        return f"figures: {figures}\nviolations: {bad}" + "".join(
+            f"\n  {d}" for d in self.details[:40])
+
+
+@dataclass
+class _Claim:
+    """One claim of a job (one lease token), from the transition log."""
+
+    token: int
+    attempts: int
+    at: float
+    end_kind: str | None = None  # reap, cancel, settle:<state>, deleted; None: still held
+    end_at: float = math.inf
+
+
+def check(history: History, cancel_bound: float = math.inf) -> Report:
+    """The violations and figures of ``history``. ``cancel_bound``: how long after a
+    cancel committed a handler of that job may still start (the documented window)."""
+    report = Report()
+    by_job: dict[int, list[Execution]] = defaultdict(list)
+    for e in history.executions:
+        by_job[e.job_id].append(e)
+    transitions: dict[int, list[Transition]] = defaultdict(list)
+    for t in sorted(history.transitions, key=lambda t: t.seq):
+        transitions[t.job_id].append(t)
+    claims = {job_id: _walk(job_id, ts, history, report) for job_id, ts in transitions.items()}
+
+    _check_lost(history, report)
+    _check_outcomes(history, transitions, report)
+    _check_executions(history, by_job, claims, report)
+    _check_cancels(history, by_job, cancel_bound, report)
+    _figures(history, by_job, claims, report)
+    return report
+
+
+def _walk(job_id: int, ts: list[Transition], history: History, report: Report) -> dict[int, _Claim]:
+    """Replay one job's transitions against the state machine; its claims by token."""
+    claims: dict[int, _Claim] = {}
+    previous: Transition | None = None
+    for t in ts:
+        where = f"job {job_id} seq {t.seq} {t.old_state}->{t.new_state}"
+        if previous is not None and previous.new_state != t.old_state:
+            report.flag("illegal_transition", f"{where}: the row was {previous.new_state}")
+        if previous is not None and previous.new_token is not None and previous.new_token != t.old_token:
+            report.flag("illegal_transition", f"{where}: token {t.old_token} after {previous.new_token}")
+        if previous is not None and t.new_state is not None and \
+                not _attempts_follow(previous.attempts, t):
+            report.flag("attempts_mismatch",
+                        f"{where}: attempts {previous.attempts} -> {t.attempts}")
+        if t.new_state is None:
+            report.flag("live_row_deleted", f"job {job_id} deleted while {t.old_state}")
+            _end(claims, t, "deleted")
+        elif t.old_state in TERMINAL:
+            report.flag("illegal_transition", f"{where}: a terminal state was overwritten")
+        elif t.new_state == "processing":
+            if t.old_state not in READY or t.new_token != t.old_token + 1:
+                report.flag("illegal_transition", f"{where}: a claim must take a ready job and add 1 "
+                                                  f"to its token ({t.old_token}->{t.new_token})")
+            if t.new_token is not None:
+                claims[t.new_token] = _Claim(t.new_token, t.attempts, t.at)
+        elif t.new_token != t.old_token:
+            report.flag("illegal_transition", f"{where}: only a claim changes the token")
+        elif t.old_state == "processing" and t.new_state == "pending":
+            _end(claims, t, "reap")
+        elif t.old_state == "processing" and t.new_state in ("done", "failed", "dead"):
+            _end(claims, t, f"settle:{t.new_state}")
+        elif t.new_state == "canceled":
+            if t.old_state == "processing":
+                _end(claims, t, "cancel")
+        else:
+            report.flag("illegal_transition", f"{where}: not an edge of the state machine")
+        previous = t
+    row = history.jobs.get(job_id)
+    if (previous is not None and row is not None and previous.new_state is not None
+            and (previous.new_state != row.state or previous.attempts != row.attempts)):
+        report.flag("attempts_mismatch", f"job {job_id}: the row says {row.state}/{row.attempts}, "
+                                         f"its last transition {previous.new_state}/{previous.attempts}")
+    return claims
+
+
+def _attempts_follow(before: int, t: Transition) -> bool:
+    if t.new_state == "processing":
+        return t.attempts == before + 1  # a claim charges an attempt
+    if t.old_state == "processing" and t.new_state == "failed":
+        return t.attempts in (before, before - 1)  # failed, delay keep it; preserve gives it back
+    return t.attempts == before
+
+
+def _end(claims: dict[int, _Claim], t: Transition, kind: str) -> None:
+    claim = claims.get(t.old_token)
+    if claim is not None and claim.end_kind is None:
+        claim.end_kind = kind
+        claim.end_at = t.at
+
+
+def _check_lost(history: History, report: Report) -> None:
+    for job_id in sorted(history.acked):
+        row = history.jobs.get(job_id)
+        if row is None:
+            report.flag("lost", f"job {job_id} acknowledged, missing from brooq.job")
+        elif row.state not in TERMINAL:
+            report.flag("lost", f"job {job_id} acknowledged, still {row.state} after the drain")
+
+
+def _outcome_exec(row_result: object, last_error: str | None, state: str) -> str | None:
+    if state == "done":
+        return row_result.get("exec") if isinstance(row_result, dict) else None
+    m = EXEC_IN_ERROR.search(last_error or "")
+    return m.group(1) if m else None
+
+
+def _check_outcomes(history: History, transitions: dict[int, list[Transition]], report: Report) -> None:
+    execs = {e.exec_id: e for e in history.executions}
+    for row in history.jobs.values():
+        if row.state not in ("done", "dead"):
+            continue
+        exec_id = _outcome_exec(row.result, row.last_error, row.state)
+        e = execs.get(exec_id) if exec_id else None
+        if e is None or e.job_id != row.id or e.ended_at is None:
+            report.flag("outcome_unfinished", f"job {row.id} {row.state}: written by {exec_id or 'nobody'}, "
+                                              "not a finished execution of it")
+            continue
+        settled = [t for t in transitions.get(row.id, []) if t.new_state == row.state]
+        if history.has_transitions and settled:
+            t = settled[-1]
+            stale = t.old_state != "processing" or t.old_token != e.lease_token
+        else:
+            stale = e.lease_token != row.lease_token
+        if stale or e.lost:
+            report.flag("outcome_stale_lease", f"job {row.id} {row.state} by exec {e.exec_id} "
+                                               f"(token {e.lease_token}; the job's is {row.lease_token})")
+
+
+def _end_of(e: Execution, history: History) -> float:
+    if e.ended_at is not None:
+        return e.ended_at
+    return history.process_end.get(e.pid, math.inf)
+
+
+def _check_executions(history: History, by_job: dict[int, list[Execution]],
+                      claims: dict[int, dict[int, _Claim]], report: Report) -> None:
+    for job_id, execs in by_job.items():
+        execs = sorted(execs, key=lambda e: (e.lease_token, e.started_at))
+        job_claims = claims.get(job_id, {})
+        row = history.jobs.get(job_id)
+        for e in execs:
+            if history.has_transitions:
+                claim = job_claims.get(e.lease_token)
+                if claim is None or claim.attempts != e.attempt:
+                    report.flag("attempts_mismatch", f"exec {e.exec_id} of job {job_id}: token "
+                                                     f"{e.lease_token} attempt {e.attempt} matches no claim")
+            elif row is not None and (e.attempt > row.attempts or e.lease_token > row.lease_token):
+                report.flag("attempts_mismatch", f"exec {e.exec_id} of job {job_id}: attempt {e.attempt}, "
+                                                 f"token {e.lease_token} beyond the row's")
+        # two executions at once
+        for i, a in enumerate(execs):
+            for b in execs[i + 1:]:
+                if not (a.started_at < _end_of(b, history) and b.started_at < _end_of(a, history)):
+                    continue
+                first = a if a.lease_token <= b.lease_token else b
+                claim = job_claims.get(first.lease_token)
+                if a.lease_token == b.lease_token or claim is None or claim.end_kind not in ("reap", "cancel"):
+                    report.flag("overlap_unexplained", f"job {job_id}: exec {a.exec_id} (token {a.lease_token}) "
+                                                       f"and {b.exec_id} (token {b.lease_token}) overlap")
+        # executed again
+        first_token = execs[0].lease_token
+        for i, e in enumerate(execs[1:], start=1):
+            prev = execs[i - 1]
+            if e.lease_token == prev.lease_token:
+                if e.started_at >= _end_of(prev, history):  # (an overlap is flagged above)
+                    report.flag("reexec_unexplained", f"job {job_id}: claim {e.lease_token} executed twice "
+                                                      f"({prev.exec_id}, {e.exec_id})")
+                continue
+            if e.lease_token == first_token or not history.has_transitions:
+                continue
+            before = job_claims.get(e.lease_token - 1)
+            if before is None or before.end_kind not in ("reap", "settle:failed"):
+                report.flag("reexec_unexplained",
+                            f"job {job_id}: executed again under token {e.lease_token}, the claim before "
+                            f"ended {before.end_kind if before else 'unseen'}")
+
+
+def _check_cancels(history: History, by_job: dict[int, list[Execution]], bound: float,
+                   report: Report) -> None:
+    after: list[float] = []
+    for c in history.cancels:
+        if not c.canceled:
+            continue
+        for e in by_job.get(c.job_id, []):
+            if e.started_at > c.committed_at:
+                delay = e.started_at - c.committed_at
+                after.append(delay)
+                if delay > bound:
+                    report.flag("started_after_cancel", f"job {c.job_id}: exec {e.exec_id} started "
+                                                        f"{delay:.3f}s after the cancel committed")
+    report.figures["started_after_cancel"] = len(after)
+    report.figures["cancel_start_window_s"] = round(max(after, default=0.0), 3)
+
+
+def _figures(history: History, by_job: dict[int, list[Execution]],
+             claims: dict[int, dict[int, _Claim]], report: Report) -> None:
+    states = Counter(row.state for row in history.jobs.values())
+    for row in history.jobs.values():
+        if row.state == "dead":
+            planned = isinstance(row.payload, dict) and row.payload.get("plan") == "always_fail"
+            if not planned or row.attempts < row.max_attempts:
+                report.flag("unexpected_dead", f"job {row.id} dead after {row.attempts}/{row.max_attempts} "
+                                               f"attempts: {row.last_error}")
+    all_claims = [c for cs in claims.values() for c in cs.values()]
+    stale_starts = 0
+    for e in history.executions:
+        c = claims.get(e.job_id, {}).get(e.lease_token)
+        if c is not None and c.end_kind in ("reap", "cancel") and e.started_at > c.end_at:
+            stale_starts += 1
+    f = report.figures
+    f["jobs_acked"] = len(history.acked)
+    for s in ("done", "dead", "canceled"):
+        f[f"jobs_{s}"] = states.get(s, 0)
+    f["executions"] = len(history.executions)
+    f["executions_unfinished"] = sum(1 for e in history.executions if e.ended_at is None)
+    f["executions_lease_lost"] = sum(1 for e in history.executions if e.lost)
+    f["reexecutions"] = len(history.executions) - len(by_job)
+    f["claims"] = len(all_claims)
+    f["reaps"] = sum(1 for c in all_claims if c.end_kind == "reap")
+    f["cancels_while_running"] = sum(1 for c in all_claims if c.end_kind == "cancel")
+    f["cancels"] = sum(1 for c in history.cancels if c.canceled)
+    f["stale_starts"] = stale_starts
+    for kind, n in sorted(Counter(x.kind for x in history.faults).items()):
+        f[f"fault_{kind}"] = n

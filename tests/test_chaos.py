@@ -1,0 +1,73 @@
+"""Chaos runs: real worker processes under a schedule of faults, judged by the checker.
+
+The short mix runs in the normal suite (about two minutes). The long run (50,000
+jobs, every fault, ~15 min) is deselected by default:
+
+    bash tests/run -m long tests/test_chaos.py -s
+
+BROOQ_CHAOS_SEED=<n> replays a seed (each run prints its seed and keeps its run
+directory: history.json, report.txt, the server's and every worker's log).
+See docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from chaos.harness import ALL_FAULTS, Config, Result, run
+
+
+def seed() -> int:
+    env = os.environ.get("BROOQ_CHAOS_SEED")
+    return int(env) if env else random.SystemRandom().randrange(2**31)
+
+
+def assert_clean(result: Result) -> None:
+    r = result.report
+    where = f"seed {result.config.seed}, run directory {result.run_dir}\n{r.summary()}"
+    assert r.total == 0, where
+    f = r.figures
+    assert f["jobs_acked"] == result.config.jobs, where
+    assert f["jobs_done"] + f["jobs_dead"] + f["jobs_canceled"] >= result.config.jobs, where
+    assert f["purge_errors"] == 0, where  # no deadlock between the purgers, no other error
+
+
+@pytest.mark.slow
+def test_the_short_chaos_mix_breaks_no_promise() -> None:
+    result = run(Config(seed=seed(), jobs=1500, rate=25.0))
+    assert_clean(result)
+    f = result.report.figures
+    where = f"seed {result.config.seed}: {f}"
+    # the faults really happened, and really cost something
+    for kind in ("kill9", "sigstop", "terminate", "restart", "storm", "purge"):
+        assert f.get(f"fault_{kind}", 0) >= 1, where
+    assert f["reaps"] >= 5 and f["reexecutions"] >= 5, where
+    assert f["cancels"] >= 3, where
+    assert f["purged"] >= 20_000 and f["old_live_rows_kept"] == 300, where
+
+
+@pytest.mark.slow
+def test_a_prefetched_job_canceled_before_it_starts_may_still_start_within_a_heartbeat() -> None:
+    """The real cancel-before-start window, measured with no other fault: a worker
+    learns of a cancel at its next heartbeat (every lease/3), so a prefetched job
+    canceled before its handler starts may still start, up to about lease/3 later
+    (its result is discarded and the job stays canceled)."""
+    config = Config(seed=seed(), jobs=400, rate=40.0, workers=2, concurrency=2, lease=1.5,
+                    faults=("cancel",), cancel_share=0.15, mix="prefetch")
+    result = run(config)
+    assert_clean(result)
+    f = result.report.figures
+    assert f["cancels"] >= 20, f
+    bound = config.lease / 3 + 1.0  # one heartbeat interval, and a generous allowance for load
+    assert f["cancel_start_window_s"] <= bound, f
+
+
+@pytest.mark.long
+@pytest.mark.timeout(3600)
+def test_the_long_chaos_run_breaks_no_promise() -> None:
+    result = run(Config(seed=seed(), jobs=50_000, rate=60.0, workers=7, restarts=6,
+                        purge_rows=1_000_000, faults=ALL_FAULTS, drain_timeout=300.0))
+    print(f"\nseed {result.config.seed}\n{result.report.summary()}")
+    assert_clean(result)

@@ -1,0 +1,267 @@
+"""The chaos checker on hand-made histories: zero on a clean one, and exactly the
+planted fault on each bad one (no database needed)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from chaos.checker import VIOLATIONS, check
+from chaos.history import CancelRecord, Execution, Fault, History, JobRow, Transition
+
+
+@dataclass
+class _Row:
+    state: str = "pending"
+    attempts: int = 0
+    token: int = 0
+    max_attempts: int = 5
+    plan: str = "ok"
+    result: Any = None
+    last_error: str | None = None
+
+
+@dataclass
+class Builder:
+    """Writes a history as a run would: the transition log, executions, acks, cancels."""
+
+    h: History = field(default_factory=History)
+    rows: dict[int, _Row] = field(default_factory=dict)
+    seq: int = 0
+
+    def job(self, job_id: int, plan: str = "ok", max_attempts: int = 5, acked: bool = True) -> None:
+        self.rows[job_id] = _Row(plan=plan, max_attempts=max_attempts)
+        if acked:
+            self.h.acked[job_id] = 0.0
+
+    def _log(self, job_id: int, at: float, new_state: str | None, new_token: int | None = None,
+             attempts: int | None = None) -> None:
+        r = self.rows[job_id]
+        self.seq += 1
+        token = r.token if new_token is None else new_token
+        attempts = r.attempts if attempts is None else attempts
+        self.h.transitions.append(Transition(self.seq, job_id, at, r.state, new_state, r.token,
+                                             None if new_state is None else token, attempts))
+        if new_state is not None:
+            r.state, r.token, r.attempts = new_state, token, attempts
+
+    def claim(self, job_id: int, at: float) -> int:
+        r = self.rows[job_id]
+        self._log(job_id, at, "processing", r.token + 1, r.attempts + 1)
+        return r.token
+
+    def execute(self, job_id: int, exec_id: str, start: float, end: float | None, *,
+                token: int | None = None, attempt: int | None = None, pid: int = 1,
+                lost: bool = False) -> str:
+        r = self.rows[job_id]
+        self.h.executions.append(Execution(
+            exec_id, job_id, r.token if token is None else token,
+            r.attempts if attempt is None else attempt, f"w{pid}", pid, start, end, lost))
+        return exec_id
+
+    def settle(self, job_id: int, at: float, state: str, exec_id: str) -> None:
+        r = self.rows[job_id]
+        self._log(job_id, at, state)
+        if state == "done":
+            r.result = {"exec": exec_id}
+        else:
+            r.last_error = f"RuntimeError: planned failure exec={exec_id}"
+
+    def reap(self, job_id: int, at: float) -> None:
+        self._log(job_id, at, "pending")
+
+    def cancel(self, job_id: int, at: float) -> None:
+        self._log(job_id, at, "canceled")
+        self.h.cancels.append(CancelRecord(job_id, at + 0.01, True))
+
+    def delete(self, job_id: int, at: float) -> None:
+        self._log(job_id, at, None)
+        del self.rows[job_id]
+
+    def build(self) -> History:
+        self.h.jobs = {
+            i: JobRow(i, r.state, r.attempts, r.max_attempts, r.token, {"plan": r.plan}, r.result,
+                      r.last_error)
+            for i, r in self.rows.items()}
+        return self.h
+
+
+def clean() -> Builder:
+    """Every kind of thing a good run does."""
+    b = Builder()
+    b.job(1)  # claimed, run, done
+    b.claim(1, 1.0)
+    b.settle(1, 2.1, "done", b.execute(1, "a1", 1.1, 2.0))
+    b.job(2, plan="fail_once")  # failed once, retried, done
+    b.claim(2, 1.0)
+    b.settle(2, 1.6, "failed", b.execute(2, "b1", 1.1, 1.5))
+    b.claim(2, 3.0)
+    b.settle(2, 3.6, "done", b.execute(2, "b2", 3.1, 3.5))
+    b.job(3)  # its worker killed mid-handler (pid 9), reaped, done by another
+    b.claim(3, 1.0)
+    b.execute(3, "c1", 1.1, None, pid=9)
+    b.h.faults.append(Fault(1.5, "kill9", "w9"))
+    b.h.process_end[9] = 1.5
+    b.reap(3, 4.0)
+    b.claim(3, 4.1)
+    b.settle(3, 4.6, "done", b.execute(3, "c2", 4.2, 4.5))
+    b.job(4)  # canceled while running: the handler learns it, stops, writes nothing
+    b.claim(4, 1.0)
+    b.execute(4, "d1", 1.1, 2.3, lost=True)
+    b.cancel(4, 2.0)
+    b.job(5, plan="always_fail", max_attempts=2)  # dead after its last attempt
+    b.claim(5, 1.0)
+    b.settle(5, 1.6, "failed", b.execute(5, "e1", 1.1, 1.5))
+    b.claim(5, 2.0)
+    b.settle(5, 2.6, "dead", b.execute(5, "e2", 2.1, 2.5))
+    b.job(6)  # canceled before anyone claimed it
+    b.cancel(6, 0.5)
+    b.job(7)  # stopped worker: reaped, done elsewhere, and overlapping the stale one
+    b.claim(7, 1.0)
+    b.execute(7, "g1", 1.1, 9.0, pid=8, lost=True)
+    b.reap(7, 3.0)
+    b.claim(7, 3.1)
+    b.settle(7, 3.6, "done", b.execute(7, "g2", 3.2, 3.5))
+    b.job(8)  # prefetched, canceled, started within the bound, then stopped
+    b.claim(8, 1.0)
+    b.cancel(8, 2.0)
+    b.execute(8, "h1", 2.3, 2.4, token=1, attempt=1, lost=True)
+    b.job(9)  # a prefetched claim that never ran (killed), reaped; then a retry after a failure
+    b.claim(9, 1.0)
+    b.settle(9, 1.6, "failed", b.execute(9, "i1", 1.1, 1.5))
+    b.claim(9, 2.0)
+    b.reap(9, 4.0)
+    b.claim(9, 4.1)
+    b.settle(9, 4.6, "done", b.execute(9, "i3", 4.2, 4.5))
+    return b
+
+
+def test_a_clean_history_has_no_violation() -> None:
+    report = check(clean().build(), cancel_bound=1.0)
+    assert report.counts == dict.fromkeys(VIOLATIONS, 0), report.summary()
+    f = report.figures
+    assert (f["jobs_acked"], f["jobs_done"], f["jobs_dead"], f["jobs_canceled"]) == (9, 5, 1, 3)
+    assert (f["reaps"], f["reexecutions"], f["executions_unfinished"]) == (3, 5, 1)
+    assert (f["started_after_cancel"], f["cancel_start_window_s"]) == (1, 0.29)
+    assert f["stale_starts"] == 1  # h1 started after its cancel
+    assert f["fault_kill9"] == 1
+
+
+def _lost(b: Builder) -> None:
+    b.job(20)  # acknowledged, never run: still pending at the end
+    b.job(21)
+    b.rows.pop(21)  # acknowledged and missing (20 and 21: two planted)
+
+
+def _unfinished(b: Builder) -> None:
+    b.job(20)
+    b.claim(20, 1.0)
+    b.settle(20, 2.0, "done", b.execute(20, "z1", 1.1, None))  # a result, never finished
+
+
+def _stale(b: Builder) -> None:
+    b.job(20)
+    b.claim(20, 1.0)
+    e = b.execute(20, "z1", 1.1, 1.5)
+    b.reap(20, 3.0)
+    b.claim(20, 3.1)  # claimed again; the old execution's outcome lands
+    b.settle(20, 3.2, "done", e)
+
+
+def _overlap(b: Builder) -> None:
+    b.job(20)
+    b.claim(20, 1.0)
+    b.execute(20, "z1", 1.1, 10.0)  # still running when...
+    b.settle(20, 2.0, "failed", "z0")  # ...its claim was settled failed (no lease loss)
+    b.claim(20, 3.0)
+    b.settle(20, 4.0, "done", b.execute(20, "z2", 3.1, 3.9))
+
+
+def _reexec(b: Builder) -> None:
+    b.job(20)
+    b.claim(20, 1.0)
+    b.execute(20, "z1", 1.1, 1.5)
+    b.settle(20, 2.6, "done", b.execute(20, "z2", 2.0, 2.5))  # the same claim run twice
+
+
+def _after_cancel(b: Builder) -> None:
+    b.job(20)
+    b.claim(20, 1.0)
+    b.cancel(20, 2.0)
+    b.execute(20, "z1", 4.0, 4.1, token=1, attempt=1, lost=True)  # 2 s after: beyond the bound
+
+
+def _dead(b: Builder) -> None:
+    b.job(20, max_attempts=1)  # plan ok, but it died
+    b.claim(20, 1.0)
+    b.settle(20, 2.0, "dead", b.execute(20, "z1", 1.1, 1.5))
+
+
+def _attempts(b: Builder) -> None:
+    b.job(20)
+    b.claim(20, 1.0)
+    b.settle(20, 2.0, "done", b.execute(20, "z1", 1.1, 1.5, attempt=2))  # the claim said 1
+
+
+def _illegal(b: Builder) -> None:
+    b.job(20)
+    b.claim(20, 1.0)
+    b.settle(20, 2.0, "done", b.execute(20, "z1", 1.1, 1.5))
+    b.rows[20].result = None
+    b._log(20, 3.0, "canceled")  # a terminal state overwritten
+
+
+def _deleted(b: Builder) -> None:
+    b.job(20, acked=False)  # its ack was lost, so it is not "lost": but purge deleted it live
+    b.delete(20, 1.0)
+
+
+PLANTED: dict[str, tuple[Callable[[Builder], None], int]] = {
+    "lost": (_lost, 2),
+    "outcome_unfinished": (_unfinished, 1),
+    "outcome_stale_lease": (_stale, 1),
+    "overlap_unexplained": (_overlap, 1),
+    "reexec_unexplained": (_reexec, 1),
+    "started_after_cancel": (_after_cancel, 1),
+    "unexpected_dead": (_dead, 1),
+    "attempts_mismatch": (_attempts, 1),
+    "illegal_transition": (_illegal, 1),
+    "live_row_deleted": (_deleted, 1),
+}
+
+
+def test_every_class_has_a_planted_case() -> None:
+    assert set(PLANTED) == set(VIOLATIONS)
+
+
+@pytest.mark.parametrize("kind", list(PLANTED))
+def test_a_planted_fault_is_flagged_exactly(kind: str) -> None:
+    plant, n = PLANTED[kind]
+    b = clean()
+    plant(b)
+    report = check(b.build(), cancel_bound=1.0)
+    expected = dict.fromkeys(VIOLATIONS, 0) | {kind: n}
+    assert report.counts == expected, report.summary()
+    assert all(d.startswith(kind) for d in report.details)
+
+
+def test_without_the_database_log_the_client_view_still_catches_a_stale_outcome() -> None:
+    b = clean()
+    _stale(b)
+    h = b.build()
+    h.transitions = []
+    h.has_transitions = False
+    report = check(h, cancel_bound=1.0)
+    assert report.counts["outcome_stale_lease"] == 1, report.summary()
+
+
+def test_the_cancel_window_is_measured_even_without_a_bound() -> None:
+    b = clean()
+    _after_cancel(b)
+    report = check(b.build())  # no bound: nothing flagged, the window still reported
+    assert report.counts["started_after_cancel"] == 0
+    assert report.figures["cancel_start_window_s"] == pytest.approx(1.99)
+    assert math.isinf(check.__defaults__[0])  # type: ignore[index]
