@@ -44,10 +44,11 @@ from typing import Any
 
 import brooq
 import psycopg
-from brooq.deploy import deploy
-from brooq.pgcluster import Cluster
+from brooq.tools.deploy import deploy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pgcluster import Cluster  # noqa: E402  (tests/, put on the path above)
 
 from chaos import history as hist
 from chaos.checker import Report, check
