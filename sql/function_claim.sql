@@ -6,8 +6,10 @@
 -- priority first, then earlier available_at, then lower id; rows locked by
 -- another claimer are skipped (FOR NO KEY UPDATE SKIP LOCKED), so concurrent
 -- claimers never wait for each other and never get the same job. Each claimed job
--- becomes processing, attempts + 1 (an attempt is charged at claim), lease_token
--- + 1, locked_by = worker, locked_until = now + lease.
+-- becomes processing, attempts + 1 (an attempt is charged at claim), locked_by =
+-- worker, locked_until = now + lease, and lease_token = a random 64-bit number
+-- drawn for this call (gen_random_uuid's strong randomness): settle and heartbeat
+-- need it back, and no view shows it, so another worker cannot guess it.
 --
 -- Claim does not take over expired leases: brooq.reap returns them to pending
 -- (the Python worker reaps every lease/2, pg_cron can too).
@@ -16,12 +18,14 @@
 --   worker    a non-empty name for the caller, unique per worker process
 --   topics    the topics to take jobs from (unknown ones are an error)
 --   max_jobs  1 to 10000
---   lease     how long the jobs are held without a heartbeat; > 0
+--   lease     how long the jobs are held without a heartbeat; > 0, no negative
+--             part, at most the max_lease of every topic named (default 1 hour)
 --
 -- Returns: the claimed jobs (zero rows when nothing is ready), in no set order.
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
---   22023 invalid_parameter_value  empty worker or topics, max_jobs or lease out of range
+--   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
+--                                  max_jobs or lease out of range
 --   42704 undefined_object         a topic was never declared
 -- Touches: updates up to max_jobs rows of brooq.job.
 create or replace function brooq.claim(
@@ -38,6 +42,8 @@ declare
     v_now timestamptz := brooq._now();
     v_active text[];
     v_unknown text;
+    v_max_lease interval;
+    v_token bigint;
 begin
     if claim.worker is null or claim.topics is null or claim.max_jobs is null or claim.lease is null then
         raise exception 'brooq.claim: arguments must not be NULL'
@@ -54,26 +60,35 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'max_jobs must be between 1 and 10000.';
     end if;
-    if claim.lease <= interval '0' then
+    if claim.lease <= interval '0' or not brooq._duration_ok(claim.lease) then
         raise exception 'invalid lease %', claim.lease
             using errcode = 'invalid_parameter_value',
-                  hint = 'The lease must be positive, e.g. ''30 seconds''.';
+                  hint = 'The lease must be positive in every part, e.g. ''30 seconds''.';
     end if;
-    select array_agg(distinct t.name) filter (where not t.paused),
-           min(q.name) filter (where t.name is null)
-      into v_active, v_unknown
-      from unnest(claim.topics) as q(name)
-      left join brooq.topic t on t.name = q.name;
-    if cardinality(claim.topics) = 0 or array_position(claim.topics, null) is not null then
-        raise exception 'brooq.claim: topics must be a non-empty array without NULLs, not %', claim.topics
+    if cardinality(claim.topics) = 0 or array_ndims(claim.topics) > 1
+        or array_position(claim.topics, null) is not null then
+        raise exception 'brooq.claim: topics must be a one-dimensional, non-empty array without NULLs, not %',
+                left(claim.topics::text, 100)
             using errcode = 'invalid_parameter_value',
                   hint = 'Pass the topics this worker handles, e.g. array[''email''].';
     end if;
+    select array_agg(distinct t.name) filter (where not t.paused),
+           min(q.name) filter (where t.name is null),
+           min(t.max_lease)
+      into v_active, v_unknown, v_max_lease
+      from unnest(claim.topics) as q(name)
+      left join brooq.topic t on t.name = q.name;
     if v_unknown is not null then
         raise exception 'cannot claim from topic "%": it does not exist', left(v_unknown, 200)
             using errcode = 'undefined_object',
                   hint = 'Declare it first with brooq.declare_topic(name => ...).';
     end if;
+    if claim.lease > v_max_lease then
+        raise exception 'lease % is longer than %, the max_lease of the topics claimed from', claim.lease, v_max_lease
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Claim with a shorter lease and renew it with brooq.heartbeat, or raise max_lease with brooq.declare_topic.';
+    end if;
+    v_token := ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 8), 'hex'))::bit(64)::bigint;
 
     if cardinality(v_active) = 1 then
         -- One topic (the common case): an ordered scan of job_ready_idx, no sort.
@@ -93,7 +108,7 @@ begin
         update brooq.job j
            set state = 'processing',
                attempts = j.attempts + 1,
-               lease_token = j.lease_token + 1,
+               lease_token = v_token,
                locked_by = claim.worker,
                locked_until = v_now + claim.lease,
                updated_at = v_now
@@ -125,7 +140,7 @@ begin
         update brooq.job j
            set state = 'processing',
                attempts = j.attempts + 1,
-               lease_token = j.lease_token + 1,
+               lease_token = v_token,
                locked_by = claim.worker,
                locked_until = v_now + claim.lease,
                updated_at = v_now
@@ -138,7 +153,7 @@ end
 $$;
 
 comment on function brooq.claim(text, text[], integer, interval) is
-'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics, 42704 unknown topic.';
+'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic.';
 
 revoke all on function brooq.claim(text, text[], integer, interval) from public;
 grant execute on function brooq.claim(text, text[], integer, interval) to brooq_worker;

@@ -1,5 +1,5 @@
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
---                     max_payload_bytes, notify) -> brooq.topic
+--                     max_payload_bytes, notify, max_lease) -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -16,12 +16,18 @@
 --                      settle and purge)
 --   max_payload_bytes  largest accepted payload (bytes of its JSON text); 1 B to 256 MiB
 --   notify             NOTIFY brooq on enqueue to wake workers (off: they poll)
+--   max_lease          the longest lease claim may give and heartbeat renew;
+--                      1 second to 7 days, no negative part (default 1 hour)
 --
 -- Returns: the topic row as stored.
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  a bad name or setting
 -- Touches: inserts or updates one row of brooq.topic.
+
+-- 0.1.0's signature, without max_lease.
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
+
 create or replace function brooq.declare_topic(
     name text,
     max_attempts integer default 5,
@@ -29,7 +35,8 @@ create or replace function brooq.declare_topic(
     backoff_max interval default '1 minute',
     retention interval default '30 days',
     max_payload_bytes integer default 1048576,
-    notify boolean default true)
+    notify boolean default true,
+    max_lease interval default '1 hour')
 returns brooq.topic
 language plpgsql
 security definer
@@ -42,7 +49,7 @@ begin
     if declare_topic.name is null or declare_topic.max_attempts is null
         or declare_topic.backoff_base is null or declare_topic.backoff_max is null
         or declare_topic.retention is null or declare_topic.max_payload_bytes is null
-        or declare_topic.notify is null then
+        or declare_topic.notify is null or declare_topic.max_lease is null then
         raise exception 'brooq.declare_topic: arguments must not be NULL'
             using errcode = 'null_value_not_allowed',
                   hint = 'Leave an argument out to take its default.';
@@ -101,11 +108,18 @@ begin
                   hint = 'max_payload_bytes must be between 1 and 268435455 (256 MiB).';
     end if;
 
+    if declare_topic.max_lease not between interval '1 second' and interval '7 days'
+        or not brooq._duration_ok(declare_topic.max_lease) then
+        raise exception 'invalid max_lease % for topic "%"', declare_topic.max_lease, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_lease must be between 1 second and 7 days, positive in every part, e.g. ''1 hour''.';
+    end if;
+
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
-                                  max_payload_bytes, notify, created_at, updated_at)
+                                  max_payload_bytes, notify, created_at, updated_at, max_lease)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
-            declare_topic.notify, v_now, v_now)
+            declare_topic.notify, v_now, v_now, declare_topic.max_lease)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -113,14 +127,15 @@ begin
             retention = excluded.retention,
             max_payload_bytes = excluded.max_payload_bytes,
             notify = excluded.notify,
+            max_lease = excluded.max_lease,
             updated_at = excluded.updated_at
     returning t.* into v_topic;
     return v_topic;
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean) is
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval) is
 'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval) to brooq_admin;

@@ -16,6 +16,9 @@
 --
 -- Returns: (id, created). A repeated key returns the existing job's id with
 -- created = false and writes nothing, also when the first enqueue is concurrent.
+-- While another transaction holds an uncommitted enqueue of the same (topic, key),
+-- this one waits for it to end, at most brooq.key_wait (a setting, default 5s;
+-- '0' waits without bound), then fails with 55P03.
 -- Wakes workers with NOTIFY brooq, payload = topic (PostgreSQL folds repeats within
 -- one transaction), unless the topic was declared with notify => false or the job
 -- is not ready yet.
@@ -24,8 +27,11 @@
 --   42704 undefined_object          the topic was not declared
 --   54000 program_limit_exceeded    the payload is larger than max_payload_bytes
 --   22023 invalid_parameter_value   key longer than 255 characters; available_at
---                                   not finite; delay negative; both available_at
---                                   and delay given
+--                                   not finite or from 9999-12-31 on; delay negative
+--                                   or over 100 years; both available_at and delay
+--                                   given; brooq.key_wait not a duration
+--   55P03 lock_not_available        another transaction's enqueue of the same key
+--                                   stayed uncommitted longer than brooq.key_wait
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error).
 create or replace function brooq.enqueue(
     topic text,
@@ -48,6 +54,7 @@ declare
     v_max_bytes integer;
     v_notify boolean;
     v_id bigint;
+    v_lock_timeout text;
 begin
     if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
         raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
@@ -74,6 +81,13 @@ begin
                   hint = 'Use a key of at most 255 characters, e.g. a hash of the longer one.';
     end if;
     v_at := brooq._available_at(v_now, enqueue.available_at, enqueue.delay);
+    if v_key is not null then
+        -- ON CONFLICT waits for another transaction's uncommitted row of this key:
+        -- bound that wait (no EXCEPTION block to reword the error: a subtransaction
+        -- per enqueue would cost every producer, so the 55P03 is PostgreSQL's own).
+        v_lock_timeout := current_setting('lock_timeout');
+        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
+    end if;
 
     loop
         insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
@@ -89,10 +103,16 @@ begin
         select j.id into v_id from brooq.job j
         where j.topic = enqueue.topic and j.idempotency_key = v_key;
         if found then
+            if v_key is not null then
+                perform set_config('lock_timeout', v_lock_timeout, true);
+            end if;
             return query select v_id, false;
             return;
         end if;
     end loop;
+    if v_key is not null then
+        perform set_config('lock_timeout', v_lock_timeout, true);
+    end if;
     if v_notify and v_at <= v_now then
         perform pg_notify('brooq', enqueue.topic);
     end if;
@@ -101,7 +121,7 @@ end
 $$;
 
 comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) is
-'Enqueue one job in the caller''s transaction; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, time or delay.';
+'Enqueue one job in the caller''s transaction; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, time or delay, 55P03 the key held by an uncommitted transaction longer than brooq.key_wait.';
 
 revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) from public;
 grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) to brooq_producer;

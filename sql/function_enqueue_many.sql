@@ -6,7 +6,8 @@
 --
 -- Parameters:
 --   topic             a declared topic
---   payloads          jsonb[]; no NULL elements; each at most max_payload_bytes
+--   payloads          jsonb[] of at most 10,000 elements, one dimension, no NULL
+--                     elements; each at most max_payload_bytes
 --   idempotency_keys  text[] of the same length, or NULL for no keys; NULL or
 --                     '' elements = no key. A key repeated inside the batch gives
 --                     every occurrence the first one's id (created = false after
@@ -16,12 +17,18 @@
 -- Returns: (id, created) per payload, in input order. When a key's old job is
 -- purged while the call runs, the job is inserted after all, as brooq.enqueue
 -- does (two such calls with the same keys at once may then deadlock: 40P01, retry).
+-- A key held by another transaction's uncommitted enqueue is waited for at most
+-- brooq.key_wait (default 5s), as in brooq.enqueue.
 -- Errors:
 --   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL
 --   42704 undefined_object         the topic was not declared
---   54000 program_limit_exceeded   a payload is too large (its index is named)
---   22023 invalid_parameter_value  keys array of another length; a key too long;
---                                  bad available_at or delay
+--   54000 program_limit_exceeded   more than 10,000 payloads; a payload is too large
+--                                  (its index is named)
+--   22023 invalid_parameter_value  an array of more than one dimension; keys array
+--                                  of another length; a key too long; bad
+--                                  available_at or delay; brooq.key_wait not a duration
+--   55P03 lock_not_available       a key held by an uncommitted transaction longer
+--                                  than brooq.key_wait
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; on error none.
 create or replace function brooq.enqueue_many(
     topic text,
@@ -48,6 +55,7 @@ declare
     v_created bigint[];
     v_out bigint[];
     v_new boolean[];
+    v_lock_timeout text;
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -61,6 +69,16 @@ begin
         raise exception 'topic "%" does not exist', left(enqueue_many.topic, 200)
             using errcode = 'undefined_object',
                   hint = 'Declare it first with brooq.declare_topic(name => ...).';
+    end if;
+    if array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1 then
+        raise exception 'brooq.enqueue_many: payloads and idempotency_keys must be one-dimensional arrays'
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass array[''{}''::jsonb, ...], one element per job.';
+    end if;
+    if v_n > 10000 then
+        raise exception 'brooq.enqueue_many: % payloads in one call, more than 10000', v_n
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Enqueue at most 10000 jobs per call; several calls may share one transaction.';
     end if;
     if enqueue_many.idempotency_keys is not null
         and coalesce(cardinality(enqueue_many.idempotency_keys), 0) <> v_n then
@@ -116,6 +134,9 @@ begin
         v_out := v_ids;
         v_new := array_fill(true, array[v_n]);
     else
+        -- A key of another transaction's uncommitted enqueue: wait at most brooq.key_wait.
+        v_lock_timeout := current_setting('lock_timeout');
+        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
         with inserted as (
             insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
                                    available_at, created_at, updated_at)
@@ -157,6 +178,7 @@ begin
             )
             select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
         end loop;
+        perform set_config('lock_timeout', v_lock_timeout, true);
 
     end if;
 
@@ -172,7 +194,7 @@ end
 $$;
 
 comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) is
-'Enqueue many jobs of one topic in one call; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000, 22023 (as enqueue, naming the element).';
+'Enqueue many jobs of one topic in one call; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension), 55P03 (a key held too long, as enqueue).';
 
 revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) from public;
 grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) to brooq_producer;

@@ -1,21 +1,24 @@
 -- brooq.heartbeat(worker, job_ids, lease, lease_tokens) -> setof bigint
 --
--- Renews the leases this worker still holds: locked_until = now + lease for each
--- listed job that is processing and locked by `worker` (and, when lease_tokens is
--- given, still under that claim). An id missing from the answer means the lease
--- is lost (canceled, reaped, settled): stop its handler and write nothing for it.
--- Call it every lease/3.
+-- Renews the leases this worker still holds: locked_until = now + lease (at most
+-- the topic's max_lease) for each listed job that is processing, locked by
+-- `worker` and still under the claim that returned its lease token. An id missing
+-- from the answer means the lease is lost (canceled, reaped, settled): stop its
+-- handler and write nothing for it. Call it every lease/3.
 --
 -- Parameters:
 --   worker        the name given to claim
---   job_ids       bigint[] of held jobs
---   lease         the new lease from now; > 0
---   lease_tokens  bigint[] parallel to job_ids, or NULL to fence by worker only
+--   job_ids       bigint[] of held jobs, at most 10,000
+--   lease         the new lease from now; > 0, no negative part; cut to the
+--                 topic's max_lease
+--   lease_tokens  bigint[] parallel to job_ids: the lease_token claim returned
+--                 (required: the worker's name alone proves nothing)
 --
 -- Returns: the ids whose lease was renewed, in no set order.
 -- Errors:
---   22004 null_value_not_allowed   worker, job_ids or lease is NULL
+--   22004 null_value_not_allowed   worker, job_ids, lease or lease_tokens is NULL
 --   22023 invalid_parameter_value  lease not positive; lease_tokens of another length
+--   54000 program_limit_exceeded   more than 10,000 job ids
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
 create or replace function brooq.heartbeat(
     worker text,
@@ -30,38 +33,45 @@ as $$
 declare
     v_now timestamptz := brooq._now();
 begin
-    if heartbeat.worker is null or heartbeat.job_ids is null or heartbeat.lease is null then
-        raise exception 'brooq.heartbeat: worker, job_ids and lease must not be NULL'
+    if heartbeat.worker is null or heartbeat.job_ids is null or heartbeat.lease is null
+        or heartbeat.lease_tokens is null then
+        raise exception 'brooq.heartbeat: worker, job_ids, lease and lease_tokens must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Pass the worker name and the ids it holds; leave lease out for its default.';
+                  hint = 'Pass the worker name, the ids it holds and the lease_token claim returned for each.';
     end if;
-    if heartbeat.lease <= interval '0' then
+    if heartbeat.lease <= interval '0' or not brooq._duration_ok(heartbeat.lease) then
         raise exception 'invalid lease %', heartbeat.lease
             using errcode = 'invalid_parameter_value',
-                  hint = 'The lease must be positive, e.g. ''30 seconds''.';
+                  hint = 'The lease must be positive in every part, e.g. ''30 seconds''.';
     end if;
-    if heartbeat.lease_tokens is not null
-        and coalesce(cardinality(heartbeat.lease_tokens), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
+    if coalesce(cardinality(heartbeat.job_ids), 0) > 10000 then
+        raise exception 'brooq.heartbeat: % job ids in one call, more than 10000', cardinality(heartbeat.job_ids)
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Renew at most 10000 leases per call.';
+    end if;
+    if coalesce(cardinality(heartbeat.lease_tokens), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
         raise exception 'lease_tokens has % elements, job_ids has %',
                 coalesce(cardinality(heartbeat.lease_tokens), 0), coalesce(cardinality(heartbeat.job_ids), 0)
             using errcode = 'invalid_parameter_value',
-                  hint = 'Give one lease token per job id, or NULL.';
+                  hint = 'Give one lease token per job id: the lease_token claim returned.';
     end if;
 
     return query
     update brooq.job j
-       set locked_until = v_now + heartbeat.lease
-      from unnest(heartbeat.job_ids, heartbeat.lease_tokens) as u(id, token)
+       set locked_until = v_now + least(heartbeat.lease, t.max_lease)
+      from unnest(heartbeat.job_ids, heartbeat.lease_tokens) as u(id, token),
+           brooq.topic t
      where j.id = u.id
        and j.state = 'processing'
        and j.locked_by = heartbeat.worker
-       and (u.token is null or j.lease_token = u.token)
+       and j.lease_token = u.token
+       and t.name = j.topic
     returning j.id;
 end
 $$;
 
 comment on function brooq.heartbeat(text, bigint[], interval, bigint[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler). Errors: 22004 NULL argument, 22023 bad lease or tokens.';
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease. Errors: 22004 NULL argument, 22023 bad lease or tokens, 54000 more than 10000 ids.';
 
 revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[]) from public;
 grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[]) to brooq_worker;

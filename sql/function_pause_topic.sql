@@ -23,7 +23,7 @@ begin
     end if;
     select t.paused into v_was from brooq.topic t where t.name = _set_paused.name for no key update;
     if not found then
-        raise exception 'topic "%" does not exist', _set_paused.name
+        raise exception 'topic "%" does not exist', left(_set_paused.name, 200)
             using errcode = 'undefined_object',
                   hint = 'Declare it first with brooq.declare_topic(name => ...).';
     end if;

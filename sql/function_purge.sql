@@ -78,8 +78,12 @@ grant execute on function brooq.purge(integer) to brooq_admin;
 -- Runs brooq.purge until a batch comes back short or max_batches batches ran,
 -- committing after each batch, so locks are short and dead rows are spread out.
 -- Call it outside an explicit transaction block: CALL brooq.purge_all();
--- A procedure that commits cannot be SECURITY DEFINER or carry SET; it holds no
--- SQL of its own but the call of brooq.purge, which is.
+-- A procedure that commits cannot be SECURITY DEFINER or carry SET, so it runs
+-- with its caller's search_path, and pg_cron runs it as the role that scheduled
+-- it (usually a superuser): every operator in it is written
+-- OPERATOR(pg_catalog.x), so that nothing resolves through that path (a database
+-- owner could otherwise plant evil.<(integer, integer) and run it as the
+-- superuser). Its only SQL is the call of brooq.purge, which pins its path.
 --
 -- Parameters:
 --   batch_size   passed to brooq.purge (default 1000)
@@ -92,17 +96,17 @@ declare
     v_batches integer := 0;
     v_deleted bigint;
 begin
-    if purge_all.max_batches < 1 then
+    if purge_all.max_batches operator(pg_catalog.<) 1 then
         raise exception 'invalid max_batches %', purge_all.max_batches
             using errcode = 'invalid_parameter_value',
                   hint = 'max_batches must be at least 1, or NULL for no bound.';
     end if;
     loop
         v_deleted := brooq.purge(purge_all.batch_size);
-        v_batches := v_batches + 1;
+        v_batches := v_batches operator(pg_catalog.+) 1;
         commit;
-        exit when v_deleted < purge_all.batch_size
-               or v_batches >= coalesce(purge_all.max_batches, v_batches + 1);
+        exit when v_deleted operator(pg_catalog.<) purge_all.batch_size
+               or v_batches operator(pg_catalog.>=) coalesce(purge_all.max_batches, v_batches operator(pg_catalog.+) 1);
     end loop;
 end
 $$;

@@ -3,9 +3,13 @@
 --
 -- Registers (idempotently: same names, schedules updated) or removes the two
 -- pg_cron jobs that keep a queue clean with no worker running:
---   brooq_reap   select count(*) from brooq.reap(10000)
+--   brooq_reap   select pg_catalog.count(*) from brooq.reap(10000)
 --   brooq_purge  call brooq.purge_all()
--- They run as the owner of brooq, in this database. pg_cron must be preloaded
+-- They run as the owner of brooq, in this database, with the search_path of
+-- that database and role: every name in their text is schema-qualified, so
+-- nothing resolves through it (brooq.purge_all qualifies its operators too).
+-- Deploying this change rewrites the commands of jobs registered before it.
+-- pg_cron must be preloaded
 -- (shared_preload_libraries = 'pg_cron') and created in this database, which must
 -- be the one named by cron.database_name.
 --
@@ -17,7 +21,8 @@
 -- Errors:
 --   55000 object_not_in_prerequisite_state  pg_cron is not installed here
 --   22004 null_value_not_allowed            a NULL schedule
---   22023 invalid_parameter_value           a schedule pg_cron rejects (its error)
+--   22023 invalid_parameter_value           a schedule longer than 100 characters, or
+--                                           one pg_cron rejects (its error)
 -- Touches: cron.job rows named brooq_reap and brooq_purge.
 create or replace function brooq._require_pg_cron()
 returns void
@@ -49,11 +54,18 @@ begin
             using errcode = 'null_value_not_allowed',
                   hint = 'Use unschedule_maintenance() to remove the jobs.';
     end if;
+    if length(schedule_maintenance.reap_schedule) > 100 or length(schedule_maintenance.purge_schedule) > 100 then
+        raise exception 'invalid schedule "%...": longer than 100 characters',
+                left(case when length(schedule_maintenance.reap_schedule) > 100 then schedule_maintenance.reap_schedule
+                          else schedule_maintenance.purge_schedule end, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give a cron schedule such as ''*/5 * * * *'' or ''30 seconds''.';
+    end if;
     perform brooq._require_pg_cron();
     return query
     select 'brooq_reap', schedule_maintenance.reap_schedule,
            cron.schedule('brooq_reap', schedule_maintenance.reap_schedule,
-                         'select count(*) from brooq.reap(10000)')
+                         'select pg_catalog.count(*) from brooq.reap(10000)')
     union all
     select 'brooq_purge', schedule_maintenance.purge_schedule,
            cron.schedule('brooq_purge', schedule_maintenance.purge_schedule,
@@ -83,8 +95,20 @@ begin
 end
 $$;
 
+-- Jobs registered by 0.1.0 ran 'select count(*) from ...', which resolves count
+-- through the database's search_path: rewrite the command of every such job.
+do $$
+begin
+    if pg_catalog.to_regnamespace('cron') is not null then
+        perform cron.alter_job(c.jobid, command => 'select pg_catalog.count(*) from brooq.reap(10000)')
+           from cron.job c
+          where c.jobname = 'brooq_reap' and c.command = 'select count(*) from brooq.reap(10000)';
+    end if;
+end
+$$;
+
 comment on function brooq.schedule_maintenance(text, text) is
-'Register (idempotently) the pg_cron jobs brooq_reap and brooq_purge. Errors: 55000 pg_cron missing, 22004 NULL schedule, 22023 bad schedule.';
+'Register (idempotently) the pg_cron jobs brooq_reap and brooq_purge. Errors: 55000 pg_cron missing, 22004 NULL schedule, 22023 bad or overlong schedule.';
 comment on function brooq.unschedule_maintenance() is
 'Remove the pg_cron jobs brooq_reap and brooq_purge; returns how many were removed. Errors: 55000 pg_cron missing.';
 

@@ -10,7 +10,8 @@
 -- answer, not an error, so the caller's own writes in the same transaction stay.
 --
 -- Outcomes:
---   done      -> done; result stored. last_error keeps the previous failure, if any.
+--   done      -> done; result stored (at most the topic's max_payload_bytes, the
+--                bytes of its JSON text). last_error keeps the previous failure, if any.
 --   failed    -> failed, retried after the topic's backoff for this attempt;
 --                dead if this was the last attempt (attempts >= max_attempts).
 --   delay     -> failed, retried after least(delay, backoff_max); dead on the last
@@ -23,7 +24,7 @@
 --
 -- Parameters:
 --   worker        the name given to claim
---   job_ids       bigint[], no NULLs, no duplicates
+--   job_ids       bigint[], no NULLs, no duplicates, at most 10,000
 --   lease_tokens  bigint[], the lease_token of each job's claim
 --   outcomes      text[], one of done, failed, delay, preserve, cancel
 --   errors        text[] or NULL
@@ -35,6 +36,8 @@
 --   22004 null_value_not_allowed   worker or a required array or element is NULL
 --   22023 invalid_parameter_value  arrays of different lengths, duplicate ids,
 --                                  an unknown outcome, a missing or negative delay
+--   54000 program_limit_exceeded   more than 10,000 jobs; a result larger than its
+--                                  topic's max_payload_bytes (nothing is written)
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
 create or replace function brooq.settle_many(
     worker text,
@@ -68,6 +71,12 @@ begin
         raise exception 'brooq.settle_many: arrays of different lengths (% job ids)', v_n
             using errcode = 'invalid_parameter_value',
                   hint = 'Give one lease_token, outcome (and error, delay, result when given) per job id.';
+    end if;
+
+    if v_n > 10000 then
+        raise exception 'brooq.settle_many: % jobs in one call, more than 10000', v_n
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Settle at most 10000 jobs per call.';
     end if;
 
     select u.ord, u.id, u.token, u.outcome, u.delay,
@@ -114,7 +123,12 @@ begin
                when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
                else j.available_at
            end,
-           result = case when u.outcome = 'done' then u.result else j.result end,
+           result = case
+               when u.outcome <> 'done' then j.result
+               when octet_length(u.result::text) > t.max_payload_bytes
+                   then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
+               else u.result
+           end,
            last_error = coalesce(left(u.error, 2000), j.last_error),
            locked_by = null,
            locked_until = null,
@@ -133,7 +147,7 @@ end
 $$;
 
 comment on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) is
-'Settle many claimed jobs in one statement (outcomes done, failed, delay, preserve, cancel), fenced by worker and lease_token; jobs whose lease was lost are skipped. Errors: 22004 NULL argument, 22023 bad arrays or outcome.';
+'Settle many claimed jobs in one statement (outcomes done, failed, delay, preserve, cancel), fenced by worker and lease_token; jobs whose lease was lost are skipped. Errors: 22004 NULL argument, 22023 bad arrays or outcome, 54000 more than 10000 jobs or a result above max_payload_bytes.';
 
 revoke all on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) from public;
 grant execute on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) to brooq_worker;

@@ -26,7 +26,7 @@ begin
         return pg_catalog.clock_timestamp();
     end if;
     if not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user) then
-        raise exception 'brooq.now is set to "%", but only a superuser may freeze brooq''s clock', v_frozen
+        raise exception 'brooq.now is set to "%", but only a superuser may freeze brooq''s clock', pg_catalog.left(v_frozen, 40)
             using errcode = 'insufficient_privilege',
                   hint = 'RESET brooq.now; brooq takes its time from the database clock.';
     end if;

@@ -129,6 +129,9 @@ def tap_dsn(server: Server, run_id: str) -> Iterator[str]:
     sqitch("deploy", "--verify", sqitch_target(dsn))
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("create extension if not exists pgtap")
+        if conn.execute("select count(*) from pg_available_extensions where name = 'plpgsql_check'"
+                        ).fetchone() == (1,):
+            conn.execute("create extension if not exists plpgsql_check")  # the lint's checker
         if owned:
             conn.execute("create extension if not exists pg_cron")
     try:

@@ -169,12 +169,14 @@ class Duration:
     text: str | None
     micros: int  # meaningless when text is None
     largest_part: int = 0  # the largest of |months|, |days|, |time| in microseconds
+    negative_part: bool = False  # months, days or time below zero
 
 
 def duration(months: int, days: int, micros: int) -> Duration:
     return Duration(f"{months} mons {days} days {micros} microseconds",
                     (months * 30 + days) * MICROS_PER_DAY + micros,
-                    max(abs(months) * 30 * MICROS_PER_DAY, abs(days) * MICROS_PER_DAY, abs(micros)))
+                    max(abs(months) * 30 * MICROS_PER_DAY, abs(days) * MICROS_PER_DAY, abs(micros)),
+                    months < 0 or days < 0 or micros < 0)
 
 
 durations = st.one_of(
@@ -224,7 +226,9 @@ def must_fail(topic: str | None, payload: Payload, key: str | None, at: Instant,
     return (topic is None or payload.kind in ("none", "notjson", "nul", "huge") or priority is None
             or topic not in DECLARED or (key is not None and len(key) > 255)
             or not at.finite or (at.text is not None and delay.text is not None)
-            or (delay.text is not None and delay.micros < 0))
+            or (at.text is not None and not at.in_range)  # a client could not read it back
+            or (delay.text is not None and (delay.micros < 0 or delay.negative_part
+                                            or delay.micros > 100 * 360 * MICROS_PER_DAY)))
 
 
 def must_succeed(size: int | None, topic: str | None, payload: Payload, key: str | None,

@@ -136,7 +136,7 @@ def test_claimers_never_get_the_same_job(db: str, conn: Conn, start_together: bo
     now = states(conn, jobs)
     for i, got in enumerate(results):
         for job, token in got:
-            assert now[job] == ("processing", 1, f"w{i}", 1) and token == 1, (job, now[job])
+            assert now[job] == ("processing", 1, f"w{i}", token), (job, now[job])
 
 
 # 2. idempotent enqueues -------------------------------------------------------------
@@ -312,7 +312,6 @@ def test_cancel_races_claim(db: str, conn: Conn) -> None:
         if job in canceled:
             assert settle(conn, job, worker, token, "failed") is None
             assert heartbeat(conn, worker, [job], [token]) == set()
-            assert heartbeat(conn, worker, [job], None) == set()
         elif final[job][0] == "done":
             assert conn.execute("select brooq.cancel(%s)", (job,)).fetchone() == (False,)
             assert settle(conn, job, worker, token, "failed") is None
@@ -372,11 +371,10 @@ def test_late_settle_races_reap_and_the_zombie_is_fenced(db: str, conn: Conn) ->
     zombie = psycopg.connect(db, autocommit=True)
     with zombie:
         for job, token in retaken.items():
-            assert token == held[job] + 1
+            assert token != held[job]
             assert settle(zombie, job, "a", held[job]) is None
         ids = list(retaken)
         assert heartbeat(zombie, "a", ids, [held[j] for j in ids]) == set()
-        assert heartbeat(zombie, "a", ids, None) == set()
         assert zombie.execute(
             "select count(*) from brooq.settle_many('a', %s, %s, array_fill('done'::text, array[%s]))",
             (ids, [held[j] for j in ids], len(ids))).fetchone() == (0,)
@@ -448,7 +446,7 @@ def test_same_worker_cannot_settle_with_an_old_lease_token(db: str, conn: Conn) 
     assert set(new) == set(jobs)
     with psycopg.connect(db, autocommit=True) as stale:
         for job in jobs:
-            assert new[job] == old[job] + 1
+            assert new[job] != old[job]
             assert settle(stale, job, "w", old[job]) is None, f"old token settled job {job}"
         assert heartbeat(stale, "w", jobs, [old[j] for j in jobs]) == set()
     for job, row in states(conn, jobs).items():
@@ -479,7 +477,7 @@ def test_many_reapers_reap_each_job_once(db: str, conn: Conn) -> None:
     twice = [job for job, n in Counter(reaped).items() if n > 1]
     assert twice == [], f"reaped twice: {twice[:10]}"
     assert sorted(reaped) == sorted(jobs)
-    assert set(states(conn, jobs).values()) == {("pending", 1, None, 1)}
+    assert {row[:3] for row in states(conn, jobs).values()} == {("pending", 1, None)}
 
 
 # 7. purge from two connections ----------------------------------------------------------

@@ -380,6 +380,25 @@ def test_a_result_the_database_refuses_fails_only_its_own_attempt(db: str, conn:
     assert fates[2].last_error.startswith("cannot settle done: UntranslatableCharacter")
 
 
+def test_a_result_above_the_topics_limit_fails_only_its_own_attempt(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, concurrency=3, **FAST)
+    gate = threading.Barrier(3, timeout=5)
+
+    @worker.handler("big", max_attempts=1)
+    def big(job: brooq.Job) -> dict[str, str]:
+        gate.wait()  # finish together: one settle_many for the three
+        return {"blob": "x" * (2 << 20)} if job.payload["big"] else {"ok": "yes"}
+
+    with running(worker):
+        jobs = brooq.enqueue_many(conn, "big", [{"big": i == 1} for i in range(3)])
+        fates = [wait_for(lambda j=j: settled(conn, j.id)) for j in jobs]
+    assert [f.state for f in fates] == ["done", "dead", "done"]
+    assert fates[1].result is None and fates[1].last_error is not None
+    assert fates[1].last_error.startswith(
+        f"cannot settle done: ProgramLimitExceeded: result of job {jobs[1].id} is 2097164 bytes, "
+        "larger than the 1048576 bytes allowed")
+
+
 def test_an_unreachable_database_is_retried_until_stop() -> None:
     from pgcluster import free_port
 

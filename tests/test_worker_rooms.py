@@ -202,6 +202,27 @@ def test_the_listener_wakes_for_its_topics_only(db: str, conn: Conn) -> None:
         assert listener.notified and len(wakes) == 2
 
 
+def test_empty_claims_asked_by_notifications_start_a_growing_quiet_spell() -> None:
+    from brooq.listener import QUIET_MAX
+
+    listener = Listener(WORKER, ["t.mine"], lambda: None)
+    assert listener.take() and listener.claim_at(0.0) is None
+    spells = []
+    now = 10.0
+    for _ in range(12):  # a flood: every notification's claim finds nothing
+        listener.notified = True
+        listener.claimed(now, found=False, notified=listener.take())
+        listener.notified = True
+        spells.append(round((listener.claim_at(now) or now) - now, 4))
+    assert spells[:4] == [0.001, 0.002, 0.004, 0.008]
+    assert max(spells) == QUIET_MAX == spells[-1]
+    listener.claimed(now, found=True, notified=listener.take())  # a real job: quiet no more
+    listener.notified = True
+    assert listener.claim_at(now) == now
+    listener.claimed(now, found=False, notified=False)  # a poll that finds nothing: no spell
+    assert listener.claim_at(now) == now
+
+
 @pytest.mark.parametrize("failures, seconds", [(1, 0.1), (2, 0.2), (4, 0.8), (20, 5.0)])
 def test_the_listener_reconnects_with_a_bounded_backoff(failures: int, seconds: float) -> None:
     from brooq.listener import backoff

@@ -27,6 +27,7 @@ from typing import Any
 import psycopg
 
 from brooq.errors import ConfigError
+from brooq.redact import one_line
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
@@ -91,6 +92,8 @@ class WorkerConfig:
                                         "period of the brooq.topic_stats gauges (with a metrics server)")
     metrics_address: str | None = setting(None, "serve /metrics and /healthz on HOST:PORT",
                                           shown="none (no HTTP server)")
+    metrics_public: bool = setting(False, "allow a metrics_address that is not loopback "
+                                          "(the endpoints have no authentication)")
     name: str | None = setting(None, "the worker's name (locked_by)", shown="hostname:pid:random",
                                variables=("BROOQ_WORKER_NAME", "BROOQ_NAME"))
 
@@ -152,7 +155,7 @@ class WorkerConfig:
             try:
                 psycopg.conninfo.conninfo_to_dict(self.dsn)
             except psycopg.ProgrammingError as exc:
-                problems.append(f"dsn: not a valid connection string: {' '.join(str(exc).split())}")
+                problems.append(f"dsn: not a valid connection string: {one_line(exc)}")
         if not isinstance(self.concurrency, int) or not 1 <= self.concurrency <= 10000:
             problems.append(f"concurrency: {self.concurrency!r} is not an integer from 1 to 10000")
         if self.prefetch is not None and (not isinstance(self.prefetch, int)
@@ -182,9 +185,14 @@ class WorkerConfig:
             problems.append(f"stats_interval: {format_duration(self.stats_interval)} is below 100ms")
         if self.metrics_address is not None:
             try:
-                parse_address(self.metrics_address)
+                host, _ = parse_address(self.metrics_address)
             except ValueError as exc:
                 problems.append(f"metrics_address: {exc}")
+            else:
+                if not self.metrics_public and not is_loopback(host):
+                    problems.append(f"metrics_address: {host} is not a loopback address, and /metrics "
+                                    "and /healthz have no authentication; set metrics_public "
+                                    "(BROOQ_METRICS_PUBLIC=true) to serve them there anyway")
         if self.name is not None and not 1 <= len(self.name) <= 200:
             problems.append(f"name: {len(self.name)} characters; use 1 to 200")
         if problems:
@@ -208,6 +216,20 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, port
 
 
+def is_loopback(host: str) -> bool:
+    """'localhost', 127.0.0.0/8 and ::1."""
+    return host == "localhost" or ipaddress.ip_address(host).is_loopback
+
+
+def _parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("not a boolean (true or false)")
+
+
 def _parse_int(text: str) -> int:
     try:
         return int(text)
@@ -228,6 +250,8 @@ def parser(f: Field[Any]) -> Callable[[str], Any]:
         return parse_duration
     if kind.startswith("int"):
         return _parse_int
+    if kind.startswith("bool"):
+        return _parse_bool
     return str
 
 

@@ -16,6 +16,15 @@ import psycopg
 FATAL_SQLSTATES = frozenset({"42704", "42501"})
 
 
+def refused(exc: psycopg.Error) -> bool:
+    """Whether the database refused a statement (its connection lives on), rather than
+    the connection or the server going away: no SQLSTATE (a client-side failure), class
+    08 (connection), 57P (shutdown) or 53 (out of resources). psycopg's OperationalError
+    covers both kinds: 54000 program_limit_exceeded is one too."""
+    state = exc.sqlstate
+    return state is not None and not state.startswith(("08", "57P", "53"))
+
+
 class BrooqError(Exception):
     """Base class of every brooq error."""
 
@@ -45,6 +54,11 @@ class PgCronMissing(BrooqError):
     """55000 object_not_in_prerequisite_state: pg_cron is not installed."""
 
 
+class KeyBusy(BrooqError):
+    """55P03 lock_not_available: another transaction holds an uncommitted enqueue of the
+    same (topic, idempotency key), longer than the setting brooq.key_wait (default 5s)."""
+
+
 class ConfigError(BrooqError):
     """A worker configuration with problems; ``.problems`` lists every one of them."""
 
@@ -61,6 +75,7 @@ BY_SQLSTATE: dict[str, type[BrooqError]] = {
     "54000": PayloadTooLarge,
     "42501": PermissionDenied,
     "55000": PgCronMissing,
+    "55P03": KeyBusy,
 }
 
 

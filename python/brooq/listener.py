@@ -6,6 +6,14 @@ poll_interval, and after a (re)connect the listener says "notified" at once, sin
 a notification may have been missed meanwhile. The loop reads ``notified`` to claim
 at once, and clears it when it claims.
 
+Wake-ups are coalesced: NOTIFY is open to every role that can connect, and a
+flood of them must not turn into a flood of claims. A claim a notification asked
+for that finds nothing starts a quiet spell, 1 ms after the first such claim and
+doubling up to QUIET_MAX (100 ms), during which notifications only mark the
+claim as due at its end; a claim that finds jobs ends it. So a flood costs an idle
+worker at most 1/QUIET_MAX = 10 claims a second beside its polls, and a real
+enqueue during a flood waits at most QUIET_MAX.
+
 ``run`` is the body of the listener's thread (reconnecting with backoff);
 ``listen`` and ``receive`` are its two steps, which a test drives on a connection
 without any thread.
@@ -24,6 +32,8 @@ from brooq import queries
 
 log = logging.getLogger("brooq.worker")
 
+QUIET_MIN = 0.001
+QUIET_MAX = 0.1
 RECONNECT_MIN = 0.1
 RECONNECT_MAX = 5.0
 
@@ -41,6 +51,27 @@ class Listener:
         self.topics = frozenset(topics)
         self.wake = wake
         self.notified = True  # jobs may be ready before the first notification: claim at once
+        self.quiet_until = 0.0  # no claim for a notification before this (monotonic time)
+        self._empty = 0  # claims in a row that a notification asked for and that found nothing
+
+    def claim_at(self, now: float) -> float | None:
+        """When a notification asks for a claim: None when none came."""
+        return max(now, self.quiet_until) if self.notified else None
+
+    def take(self) -> bool:
+        """Before a claim: whether a notification asked for one, cleared (one that comes
+        while the claim runs asks again)."""
+        asked, self.notified = self.notified, False
+        return asked
+
+    def claimed(self, now: float, found: bool, notified: bool) -> None:
+        """A claim ran: ``found`` jobs or not, ``notified`` when only a notification asked for it."""
+        if found:
+            self._empty = 0
+            self.quiet_until = 0.0
+        elif notified:
+            self._empty += 1
+            self.quiet_until = now + min(QUIET_MAX, QUIET_MIN * 2 ** min(self._empty - 1, 20))
 
     def listen(self, conn: psycopg.Connection[Any]) -> None:
         """Start listening on ``conn``; a notification may have been missed until now."""

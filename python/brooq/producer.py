@@ -15,7 +15,7 @@ import psycopg
 from psycopg.rows import class_row, scalar_row
 
 from brooq import queries
-from brooq.errors import InvalidArgument, mapped
+from brooq.errors import InvalidArgument, KeyBusy, mapped
 from brooq.payload import jsonb
 
 Conn = psycopg.Connection[Any]
@@ -72,11 +72,22 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     both) keep the job from being claimed before that instant; ``delay`` is added
     to the database clock, not to this machine's.
     """
-    with mapped():
-        row = conn.cursor(row_factory=class_row(Enqueued)).execute(
-            queries.ENQUEUE, [topic, jsonb(payload), key, at, priority, delay]).fetchone()
+    try:
+        with mapped():
+            row = conn.cursor(row_factory=class_row(Enqueued)).execute(
+                queries.ENQUEUE, [topic, jsonb(payload), key, at, priority, delay]).fetchone()
+    except KeyBusy as exc:
+        raise _key_busy(topic, f"idempotency key {(key or '')[:40]!r}") from exc.__cause__
     assert row is not None  # brooq.enqueue returns exactly one row
     return row
+
+
+def _key_busy(topic: str, what: str) -> KeyBusy:
+    """55P03 from enqueue, saying which key: PostgreSQL's own message cannot."""
+    return KeyBusy(f"{what} of topic {topic[:200]!r} is held by another transaction's "
+                   "uncommitted enqueue, longer than brooq.key_wait", sqlstate="55P03",
+                   hint="commit or roll back that transaction first, or wait longer: "
+                        "SET brooq.key_wait = '30s'")
 
 
 def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
@@ -86,9 +97,12 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
     values = [jsonb(p) for p in payloads]
     if keys is not None:
         keys = list(keys)
-    with mapped():
-        return conn.cursor(row_factory=class_row(Enqueued)).execute(
-            queries.ENQUEUE_MANY, [topic, values, keys, at, priority, delay]).fetchall()
+    try:
+        with mapped():
+            return conn.cursor(row_factory=class_row(Enqueued)).execute(
+                queries.ENQUEUE_MANY, [topic, values, keys, at, priority, delay]).fetchall()
+    except KeyBusy as exc:
+        raise _key_busy(topic, "an idempotency key of the batch") from exc.__cause__
 
 
 def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,

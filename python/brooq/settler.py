@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from brooq import queries
 from brooq.attempt import Attempt, Pending
 from brooq.counters import Counters
-from brooq.errors import FATAL_SQLSTATES, translate
+from brooq.errors import FATAL_SQLSTATES, refused, translate
 from brooq.job import Chained, Job
 from brooq.outcome import Outcome, describe
 from brooq.payload import to_json
@@ -83,9 +83,9 @@ class Settler:
             try:
                 rows = conn.cursor(row_factory=self._settled_rows).execute(
                     queries.SETTLE_MANY, self._settle_many_args(plain)).fetchall()
-            except psycopg.OperationalError:
-                raise
             except psycopg.Error as exc:  # a value the database refused: settle one by one
+                if not refused(exc):
+                    raise
                 log.warning("worker %s: settle_many failed (%s); settling one by one", self.worker, exc)
                 rows = [Settled(p.attempt.job.id, self._settle_one(conn, p)) for p in plain]
             self._settled(plain, dict(rows))
@@ -109,10 +109,8 @@ class Settler:
                 claiming = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, claim_args)
             settled = settling.fetchall()
             claimed = claiming.fetchall()
-        except psycopg.OperationalError:
-            raise
         except psycopg.Error as exc:
-            if exc.sqlstate in FATAL_SQLSTATES:
+            if not refused(exc) or exc.sqlstate in FATAL_SQLSTATES:
                 raise
             # a value the database refused rolled both back: do them one at a time
             self.settle(conn)
@@ -151,9 +149,9 @@ class Settler:
         cur = conn.cursor(row_factory=scalar_row)
         try:
             state = _state(cur.execute(queries.SETTLE, self._settle_args(p)).fetchone())
-        except psycopg.OperationalError:
-            raise
         except psycopg.Error as exc:
+            if not refused(exc):
+                raise
             if p.outcome.outcome == "failed" and p.outcome.delay is None and p.outcome.result is None:
                 log.error("job %d: cannot settle it as failed: %s", p.attempt.job.id, exc)
                 return None  # the lease expires, reap returns the job
@@ -177,9 +175,9 @@ class Settler:
                 for c in p.chained:
                     conn.execute(queries.ENQUEUE, [c.topic, Jsonb(to_json(c.payload), dumps=_identity),
                                                    c.key, None, c.priority, c.delay])
-        except psycopg.OperationalError:
-            raise
         except psycopg.Error as exc:
+            if not refused(exc):
+                raise
             error = translate(exc) or exc
             log.warning("job %d: chained jobs refused (%s); the attempt fails", p.attempt.job.id, error)
             p.outcome = Outcome("failed", describe(error, "chain: "))

@@ -54,6 +54,7 @@ from brooq.listener import Listener, backoff
 from brooq.metrics import Metrics, MetricsServer
 from brooq.outcome import Outcome, of_exception, of_return
 from brooq.producer import declare_topic
+from brooq.redact import one_line
 from brooq.rows import fields_row
 from brooq.settler import Settler
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
@@ -413,7 +414,11 @@ class Worker:
         free = self._capacity - len(self._running)
         if free <= 0:
             return None
-        at = now if (self._more or self._listener.notified) else self._next_poll
+        at = self._next_poll
+        if self._more:
+            at = now
+        elif (woken := self._listener.claim_at(now)) is not None:
+            at = min(at, woken)
         if free < self._claim_half and self._running and self._gather_from is not None:
             at = max(at, min(self._last_done + GATHER_GAP, self._gather_from + GATHER_MAX))
         return at
@@ -476,7 +481,7 @@ class Worker:
         self._failures += 1
         delay = backoff(self._failures) * random.uniform(0.5, 1.0)
         log.warning("worker %s: database unavailable (%s); retrying in %.1fs", self.name,
-                    " ".join(str(exc).split())[:300] or type(exc).__name__, delay)
+                    one_line(exc, 300) or type(exc).__name__, delay)
         if self._conn is not None:
             with contextlib.suppress(Exception):  # closing a broken connection may fail too
                 self._conn.close()
@@ -489,25 +494,27 @@ class Worker:
         free = self._capacity - len(self._running)
         return [self.name, list(self._handlers), free, self.config.lease]
 
-    def _claim(self, conn: psycopg.Connection[Any], now: float) -> None:
+    def _claim(self, conn: psycopg.Connection[Any], now: float, notified: bool | None = None) -> None:
         args = self._claim_args()
-        self._listener.notified = False
+        if notified is None:
+            notified = self._listener.take() and not self._more
         jobs = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, args).fetchall()
-        self._claimed(now, args[2], jobs)
+        self._claimed(now, args[2], jobs, notified)
 
     def _settle_and_claim(self, conn: psycopg.Connection[Any], now: float) -> None:
         args = self._claim_args()
-        self._listener.notified = False
+        notified = self._listener.take() and not self._more
         jobs = self._settler.settle_and_claim(conn, args)
         if jobs is None:  # the claim did not ride along: everything is settled, claim now
-            self._claim(conn, now)
+            self._claim(conn, now, notified)
             return
-        self._claimed(now, args[2], jobs)
+        self._claimed(now, args[2], jobs, notified)
         if self._settler:
             self._settler.settle(conn)  # the chained ones, once the claimed jobs are started
 
-    def _claimed(self, now: float, asked: int, jobs: list[Job]) -> None:
+    def _claimed(self, now: float, asked: int, jobs: list[Job], notified: bool) -> None:
         self._gather_from = None
+        self._listener.claimed(now, bool(jobs), notified)
         self._more = len(jobs) == asked
         if not self._more:
             self._next_poll = now + self._poll_every

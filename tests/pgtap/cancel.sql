@@ -36,7 +36,7 @@ select ok(brooq.cancel(:run), 'cancel of a processing job returns true');
 select results_eq(format($$ select state::text, locked_by, locked_until, attempts, lease_token from brooq.job where id = %s $$, :run),
     format($$ values ('canceled'::text, null::text, null::timestamptz, 1, %s::bigint) $$, :run_tok),
     'the processing job is canceled and its lease cleared');
-select is_empty(format($$ select * from brooq.heartbeat('w1', array[%s]) $$, :run), 'the holder''s heartbeat omits the id');
+select is_empty(format($$ select * from brooq.heartbeat('w1', array[%s], '30 seconds', array[%s]::bigint[]) $$, :run, :run_tok), 'the holder''s heartbeat omits the id');
 select is(brooq.settle(:run, 'w1', :run_tok, 'done', result => '{"late": true}'), null, 'the holder''s settle returns NULL');
 select results_eq(format($$ select state::text, result from brooq.job where id = %s $$, :run),
     $$ values ('canceled'::text, null::jsonb) $$, 'and writes nothing: the job stays canceled');

@@ -2,7 +2,7 @@
 -- writes, paused and terminal jobs, several topics, errors), then privileges
 -- under switched roles.
 begin;
-select plan(63);
+select plan(69);
 
 -- Structure -------------------------------------------------------------------
 
@@ -49,25 +49,28 @@ select is_empty($$ select * from brooq.claim('w2', array['t.claim'], max_jobs =>
 
 set local brooq.now = '2030-01-01 01:00:00+00';
 select id as g from brooq.enqueue('t.claim', '{"n": "g"}', priority => 2) \gset
+create temp table g_claim on commit drop as
+select id, topic, payload, attempt, max_attempts, priority, lease_token, locked_until, created_at
+  from brooq.claim('w-g', array['t.claim'], lease => '45 seconds');
+select lease_token as g_tok from g_claim \gset
 select results_eq(
-    $$ select id, topic, payload, attempt, max_attempts, priority, lease_token, locked_until, created_at
-         from brooq.claim('w-g', array['t.claim'], lease => '45 seconds') $$,
-    format($$ values (%s::bigint, 't.claim'::text, '{"n": "g"}'::jsonb, 1, 3, 2, 1::bigint,
+    $$ select id, topic, payload, attempt, max_attempts, priority, locked_until, created_at from g_claim $$,
+    format($$ values (%s::bigint, 't.claim'::text, '{"n": "g"}'::jsonb, 1, 3, 2,
                       timestamptz '2030-01-01 01:00:45+00', timestamptz '2030-01-01 01:00:00+00') $$, :g),
-    'claim returns the job with attempt 1, lease_token 1 and locked_until = now + lease');
+    'claim returns the job with attempt 1 and locked_until = now + lease');
 select results_eq(
     format($$ select state::text, attempts, lease_token, locked_by, locked_until, updated_at from brooq.job where id = %s $$, :g),
-    $$ values ('processing'::text, 1, 1::bigint, 'w-g'::text, timestamptz '2030-01-01 01:00:45+00',
-               timestamptz '2030-01-01 01:00:00+00') $$,
-    'the row is processing, attempts + 1, lease_token + 1, leased to the worker');
+    format($$ values ('processing'::text, 1, %s::bigint, 'w-g'::text, timestamptz '2030-01-01 01:00:45+00',
+               timestamptz '2030-01-01 01:00:00+00') $$, :g_tok),
+    'the row is processing, attempts + 1, the claim''s lease_token, leased to the worker');
 
 -- a failed job comes back after its backoff, with the next attempt and a new token
-select is(brooq.settle(:g, 'w-g', 1, 'delay', delay => '10 seconds'), 'failed', 'job g fails, to be retried in 10 s');
+select is(brooq.settle(:g, 'w-g', :g_tok, 'delay', delay => '10 seconds'), 'failed', 'job g fails, to be retried in 10 s');
 select is_empty($$ select * from brooq.claim('w1', array['t.claim']) $$, 'a failed job is not claimed before its available_at');
 set local brooq.now = '2030-01-01 01:00:10+00';
-select results_eq($$ select id, attempt, lease_token from brooq.claim('w1', array['t.claim']) $$,
-    format($$ values (%s::bigint, 2, 2::bigint) $$, :g),
-    'a failed job is claimed again once ready: attempt 2, lease_token 2');
+select results_eq(format($$ select id, attempt, lease_token <> %s from brooq.claim('w1', array['t.claim']) $$, :g_tok),
+    format($$ values (%s::bigint, 2, true) $$, :g),
+    'a failed job is claimed again once ready: attempt 2, a new lease_token');
 
 -- Behaviour: max_jobs -------------------------------------------------------------
 
@@ -132,8 +135,24 @@ select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => null) $$
 select throws_ok($$ select brooq.claim('', array['t.claim']) $$, '22023', 'invalid worker name ""', 'an empty worker is 22023');
 select throws_ok(format($$ select brooq.claim(%L, array['t.claim']) $$, repeat('w', 201)), '22023',
     format('invalid worker name "%s"', repeat('w', 40)), 'a worker name over 200 characters is 22023');
-select throws_ok($$ select brooq.claim('w1', array[]::text[]) $$, '22023', 'brooq.claim: topics must be a non-empty array without NULLs, not {}',
+select throws_ok($$ select brooq.claim('w1', array[]::text[]) $$, '22023',
+    'brooq.claim: topics must be a one-dimensional, non-empty array without NULLs, not {}',
     'an empty topics array is 22023');
+select throws_ok($$ select brooq.claim('w1', array[['t.claim', 't.claim']]) $$, '22023',
+    'brooq.claim: topics must be a one-dimensional, non-empty array without NULLs, not {{t.claim,t.claim}}',
+    'a two-dimensional topics array is 22023 (not 0A000)');
+select throws_ok(format($$ select brooq.claim('w1', array[null, %L]) $$, repeat('x', 1000000)), '22023',
+    format('brooq.claim: topics must be a one-dimensional, non-empty array without NULLs, not {NULL,%s', repeat('x', 94)),
+    'a bad topics array is quoted cut short (100 characters)');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => '2 hours') $$, '22023',
+    'lease 02:00:00 is longer than 01:00:00, the max_lease of the topics claimed from',
+    'a lease above the topic''s max_lease (default 1 hour) is 22023');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => '200000 years') $$, '22023', null,
+    'a lease of 200000 years is 22023');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => '-1 mon 31 days') $$, '22023',
+    'invalid lease -1 mons +31 days', 'a mixed-sign lease (0 days at a month end) is 22023');
+select throws_ok($$ select brooq.claim('w1', array['t.claim'], lease => '1 mon -29 days') $$, '22023',
+    'invalid lease 1 mon -29 days', 'a mixed-sign lease (-1 day at the end of February) is 22023');
 select throws_ok($$ select brooq.claim('w1', array['t.claim', null]) $$, '22023', null, 'a NULL topic is 22023');
 select throws_ok($$ select brooq.claim('w1', array['t.claim'], max_jobs => 0) $$, '22023', 'invalid max_jobs 0',
     'max_jobs 0 is 22023');

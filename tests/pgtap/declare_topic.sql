@@ -2,17 +2,17 @@
 -- behaviour (create, update, idempotent, every invalid setting, pause skipped by
 -- claim), then privileges under switched roles.
 begin;
-select plan(71);
+select plan(76);
 
 -- Structure -------------------------------------------------------------------
 
 select has_function('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean']);
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval']);
 select function_returns('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean'], 'brooq.topic',
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval'], 'brooq.topic',
     'declare_topic returns the stored topic row');
 select is_definer('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean']);
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval']);
 select has_function('brooq', 'pause_topic', array['text']);
 select has_function('brooq', 'resume_topic', array['text']);
 select function_returns('brooq', 'pause_topic', array['text'], 'boolean');
@@ -101,6 +101,16 @@ select throws_ok($$ select brooq.declare_topic('t.decl', max_payload_bytes => 0)
     'invalid max_payload_bytes 0 for topic "t.decl"', 'max_payload_bytes 0 is 22023');
 select throws_ok($$ select brooq.declare_topic('t.decl', max_payload_bytes => 268435456) $$, '22023',
     'invalid max_payload_bytes 268435456 for topic "t.decl"', 'max_payload_bytes over 256 MiB is 22023');
+select throws_ok($$ select brooq.declare_topic('t.decl', max_lease => '8 days') $$, '22023',
+    'invalid max_lease 8 days for topic "t.decl"', 'max_lease over 7 days is 22023');
+select throws_ok($$ select brooq.declare_topic('t.decl', max_lease => '0.5 seconds') $$, '22023',
+    'invalid max_lease 00:00:00.5 for topic "t.decl"', 'max_lease under 1 second is 22023');
+select throws_ok($$ select brooq.declare_topic('t.decl', max_lease => '1 day -1 hour') $$, '22023',
+    'invalid max_lease 1 day -01:00:00 for topic "t.decl"', 'a mixed-sign max_lease is 22023');
+select is((select max_lease from brooq.declare_topic('t.lease', max_lease => '2 days')), interval '2 days',
+    'max_lease is stored');
+select lives_ok($$ select brooq.claim('w', array['t.lease'], lease => '36 hours') $$,
+    'claim may then lease up to it');
 select throws_ok($$ select brooq.declare_topic(null) $$, '22004',
     'brooq.declare_topic: arguments must not be NULL', 'a NULL name is 22004');
 select throws_ok($$ select brooq.declare_topic('t.decl', max_attempts => null) $$, '22004', null, 'NULL max_attempts is 22004');

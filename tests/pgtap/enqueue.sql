@@ -1,7 +1,7 @@
 -- brooq.enqueue: structure, behaviour (the new row, idempotency, every error and
 -- that nothing is written on error), then privileges under switched roles.
 begin;
-select plan(57);
+select plan(60);
 
 -- Structure -------------------------------------------------------------------
 
@@ -120,8 +120,14 @@ select throws_ok($$ select brooq.enqueue('t.enq', available_at => '2030-01-02 00
     null, 'available_at and delay together are 22023');
 select throws_ok($$ select brooq.enqueue('t.enq', delay => '-1 second') $$, '22023',
     'invalid delay -00:00:01', 'a negative delay is 22023');
-select throws_ok($$ select brooq.enqueue('t.enq', delay => '300000 years') $$, '22008', 'timestamp out of range',
-    'a delay past the range of timestamptz is 22008 (documented, raised by PostgreSQL)');
+select throws_ok($$ select brooq.enqueue('t.enq', delay => '300000 years') $$, '22023', 'invalid delay 300000 years',
+    'a delay over 100 years is 22023 (no timestamptz overflow)');
+select throws_ok($$ select brooq.enqueue('t.enq', delay => '70000000 mons -2099999999 days') $$, '22023', null,
+    'a mixed-sign delay is 22023 (it compares as one day yet overflows)');
+select throws_ok($$ select brooq.enqueue('t.enq', available_at => '12000-01-01 00:00:00+00') $$, '22023',
+    'invalid available_at 12000-01-01 00:00:00+00', 'an available_at a client cannot read (year 12000) is 22023');
+select throws_ok($$ select brooq.enqueue('t.enq', available_at => '9999-12-31 00:00:00+00') $$, '22023', null,
+    'available_at must come before 9999-12-31');
 select throws_ok(format($$ select brooq.enqueue('t.enq', idempotency_key => %L) $$, repeat('k', 256)), '22023',
     format('idempotency_key "%s..." is 256 characters long', repeat('k', 40)),
     'a key of 256 characters is 22023');

@@ -136,9 +136,9 @@ reset role;
 set local role brooq_worker;
 select id as c1, lease_token as c1_tok, attempt as c1_attempt, locked_until as c1_until
   from brooq.claim('hw', array['t.hijack'], lease => '30 seconds') \gset
-select count(*) as hb_n from brooq.heartbeat('hw', array[:c1]::bigint[], '1 minute') \gset
-select count(*) as hb_other from brooq.heartbeat('someone-else', array[:c1]::bigint[], '1 minute') \gset
-select coalesce(brooq.settle(:c1, 'hw', :c1_tok + 1, 'done')::text, 'NULL') as stale_state \gset
+select count(*) as hb_n from brooq.heartbeat('hw', array[:c1]::bigint[], '1 minute', array[:c1_tok]::bigint[]) \gset
+select count(*) as hb_other from brooq.heartbeat('someone-else', array[:c1]::bigint[], '1 minute', array[:c1_tok]::bigint[]) \gset
+select coalesce(brooq.settle(:c1, 'hw', :c1_tok # 1, 'done')::text, 'NULL') as stale_state \gset
 select brooq.settle(:c1, 'hw', :c1_tok, 'failed', error => 'hijack test') as c1_state \gset
 select count(*) as reaped from brooq.reap() \gset
 do $$

@@ -3,7 +3,7 @@
 -- without EXCEPTION blocks or dynamic SQL, parameter names, qualified tables.
 -- Each test lists the offending routines, so a failure says what to fix.
 begin;
-select plan(22);
+select plan(23);
 
 create temp view routine as  -- dropped with the rollback
 select p.oid, p.oid::regprocedure::text as name, p.proname::text as proname, p.prokind, p.prosecdef, p.proconfig,
@@ -56,8 +56,17 @@ select is_empty($$ select name, proconfig from routine where prosecdef
 select set_eq($$ select name from routine where not coalesce(proconfig @> array['search_path=pg_catalog, pg_temp'], false) $$,
     array['brooq._now()', 'brooq._backoff(interval,interval,integer)',
           'brooq._available_at(timestamp with time zone,timestamp with time zone,interval)',
-          'brooq.purge_all(integer,integer)'],
+          'brooq.purge_all(integer,integer)', 'brooq._duration_ok(interval)'],
     'the only routines without a pinned search_path are the documented exceptions');
+select case when to_regproc('plpgsql_check_function_tb') is null
+            then skip('plpgsql_check is not installed in this database', 1)
+            else is_empty($$
+                select r.name, c.level, c.message, c.lineno
+                  from routine r
+                 cross join lateral plpgsql_check_function_tb(r.oid, fatal_errors => false) c
+                 where r.language = 'plpgsql'
+                   and not (to_regnamespace('cron') is null and c.message ~ 'cron|v_name') $$,
+                'plpgsql_check finds no error and no warning in any PL/pgSQL routine') end;
 select is_empty($$ select name from routine where prosecdef and (proconfig is null or not proconfig @> array['search_path=pg_catalog, pg_temp']) $$,
     'none of the exceptions is SECURITY DEFINER');
 select set_eq($$ select name from routine where api and not prosecdef $$, array['brooq.purge_all(integer,integer)'],

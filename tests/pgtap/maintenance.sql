@@ -41,7 +41,7 @@ select results_eq(
 select results_eq(
     $$ select jobname::text collate "default", schedule::text, command::text, database::text, username::text, active
          from cron.job where jobname in ('brooq_reap', 'brooq_purge') order by jobname desc $$,
-    $$ values ('brooq_reap'::text, '* * * * *'::text, 'select count(*) from brooq.reap(10000)'::text, current_database()::text collate "default",
+    $$ values ('brooq_reap'::text, '* * * * *'::text, 'select pg_catalog.count(*) from brooq.reap(10000)'::text, current_database()::text collate "default",
                (select nspowner::regrole::text from pg_namespace where nspname = 'brooq'), true),
               ('brooq_purge', '*/10 * * * *', 'call brooq.purge_all()', current_database()::text collate "default",
                (select nspowner::regrole::text from pg_namespace where nspname = 'brooq'), true) $$,

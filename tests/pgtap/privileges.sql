@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(167);
+select plan(175);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -21,7 +21,7 @@ select isnt_member_of('brooq_producer', array['brooq_worker'], 'brooq_worker is 
 
 create temp table matrix (routine regprocedure, producer boolean, worker boolean, admin boolean) on commit drop;
 insert into matrix values
-    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean)', false, false, true),
+    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval)', false, false, true),
     ('brooq.pause_topic(text)', false, false, true),
     ('brooq.resume_topic(text)', false, false, true),
     ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval)', true, false, true),
@@ -41,7 +41,9 @@ insert into matrix values
     ('brooq._backoff(interval, interval, integer)', false, false, false),
     ('brooq._available_at(timestamptz, timestamptz, interval)', false, false, false),
     ('brooq._set_paused(text, boolean)', false, false, false),
-    ('brooq._require_pg_cron()', false, false, false);
+    ('brooq._require_pg_cron()', false, false, false),
+    ('brooq._duration_ok(interval)', false, false, false),
+    ('brooq._result_too_large(bigint, integer, integer, text)', false, false, false);
 
 select set_eq($$ select oid::regprocedure::text from pg_proc where pronamespace = 'brooq'::regnamespace $$,
     $$ select routine::text from matrix $$, 'the matrix covers every routine in schema brooq');
@@ -113,7 +115,8 @@ reset role;
 set local role brooq_worker;
 create temp table got on commit drop as select * from brooq.claim('w', array['t.priv'], max_jobs => 10);
 select is((select count(*)::int from got), 3, 'worker: claim');
-select set_eq(format($$ select * from brooq.heartbeat('w', array(select id from got)) $$), $$ select id from got $$,
+select set_eq($$ select * from brooq.heartbeat('w', array(select id from got order by id), '30 seconds',
+                                               array(select lease_token from got order by id)) $$, $$ select id from got $$,
     'worker: heartbeat');
 select is(brooq.settle(:j, 'w', (select lease_token from got where id = :j), 'done'), 'done', 'worker: settle');
 select is((select count(*)::int from brooq.settle_many('w', array(select id from got where id <> :j),
@@ -156,7 +159,7 @@ select lives_ok($$ select brooq.pause_topic('t.priv.admin'), brooq.resume_topic(
 select id as aj from brooq.enqueue('t.priv.admin', '{"by": "admin"}') \gset
 select lives_ok($$ select brooq.enqueue_many('t.priv.admin', array['{}']::jsonb[]) $$, 'admin: enqueue_many');
 select is((select count(*)::int from brooq.claim('a', array['t.priv.admin'], max_jobs => 10)), 2, 'admin: claim');
-select lives_ok($$ select brooq.heartbeat('a', array[1]::bigint[]) $$, 'admin: heartbeat');
+select lives_ok($$ select brooq.heartbeat('a', array[1]::bigint[], '30 seconds', array[1]::bigint[]) $$, 'admin: heartbeat');
 select ok(brooq.cancel(:aj), 'admin: cancel');
 select lives_ok($$ select brooq.reap() $$, 'admin: reap');
 select lives_ok($$ select brooq.purge() $$, 'admin: purge');

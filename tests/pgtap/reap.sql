@@ -41,7 +41,10 @@ select results_eq(format($$ select state::text, locked_by, locked_until from bro
 select is_empty($$ select * from brooq.reap() where topic = 't.reap' $$, 'a second reap finds nothing more');
 
 -- a reap never makes a job dead, even past its last attempt
-select results_eq($$ select id, attempt, max_attempts from brooq.claim('worker-c', array['t.reap'], lease => '1 second') $$,
+create temp table c_claim on commit drop as
+select id, attempt, max_attempts, lease_token from brooq.claim('worker-c', array['t.reap'], lease => '1 second');
+select lease_token as c_tok from c_claim \gset
+select results_eq($$ select id, attempt, max_attempts from c_claim $$,
     format($$ values (%s::bigint, 2, 1) $$, :a), 'the reaped job is claimed again (attempt 2 of max 1)');
 set local brooq.now = '2030-01-01 00:01:00+00';
 select results_eq($$ select id from brooq.reap() where topic = 't.reap' $$, array[:a::bigint], 'and expires again');
@@ -50,7 +53,7 @@ select results_eq(format($$ select state::text, attempts from brooq.job where id
 
 -- the holder of a reaped job is fenced off
 select is(brooq.settle(:a, 'worker-a', :a_tok, 'done'), null, 'the first holder''s settle returns NULL');
-select is_empty(format($$ select * from brooq.heartbeat('worker-c', array[%s]) $$, :a), 'the last holder''s heartbeat omits it');
+select is_empty(format($$ select * from brooq.heartbeat('worker-c', array[%s], '30 seconds', array[%s]) $$, :a, :c_tok), 'the last holder''s heartbeat omits it');
 
 -- max_jobs, oldest expiry first
 select lives_ok($$ select brooq.declare_topic('t.reap.many') $$, 'declare a second topic');

@@ -21,7 +21,7 @@ select is(
 
 select columns_are('brooq', 'topic',
     array['name', 'max_attempts', 'backoff_base', 'backoff_max', 'retention', 'max_payload_bytes',
-          'notify', 'paused', 'created_at', 'updated_at']);
+          'notify', 'paused', 'created_at', 'updated_at', 'max_lease']);
 select has_pk('brooq', 'topic', 'topic has a primary key');
 select col_is_pk('brooq', 'topic', 'name', 'topic is keyed by name');
 select col_type_is('brooq', 'topic', 'backoff_base', 'interval', 'backoff_base is an interval');
@@ -30,7 +30,8 @@ select col_type_is('brooq', 'topic', 'created_at', 'timestamp with time zone', '
 select set_eq(
     $$ select conname::text from pg_constraint where conrelid = 'brooq.topic'::regclass and contype = 'c' $$,
     array['topic_name_valid', 'topic_max_attempts_positive', 'topic_backoff_base_positive',
-          'topic_backoff_max_not_below_base', 'topic_retention_not_negative', 'topic_max_payload_bytes_range'],
+          'topic_backoff_max_not_below_base', 'topic_retention_not_negative', 'topic_max_payload_bytes_range',
+          'topic_max_lease_range'],
     'topic has its named CHECK constraints');
 
 select columns_are('brooq', 'job',

@@ -27,6 +27,7 @@ from brooq import config, producer, queries
 from brooq._version import __version__
 from brooq.errors import BrooqError, ConfigError
 from brooq.producer import JobFate
+from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
 if TYPE_CHECKING:
@@ -67,10 +68,10 @@ def connect(args: argparse.Namespace) -> Connection:
     try:
         return psycopg.connect(dsn, autocommit=True)
     except psycopg.OperationalError as exc:
-        message = " ".join(str(exc).split()) or "connection failed"
+        message = one_line(exc) or "connection failed"
         raise Failure(f"cannot connect to the database: {message}") from exc
     except psycopg.ProgrammingError as exc:
-        raise Failure(f"invalid DSN: {' '.join(str(exc).split())}") from exc
+        raise Failure(f"invalid DSN: {one_line(exc)}") from exc
 
 
 # --- commands ---------------------------------------------------------------------

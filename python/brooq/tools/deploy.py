@@ -21,6 +21,7 @@ from pathlib import Path
 import psycopg
 
 from brooq import queries
+from brooq.redact import one_line
 
 # libpq connection parameters and the environment variables that carry them, so
 # that sqitch (Perl, DBD::Pg over libpq) connects exactly where psycopg would.
@@ -63,7 +64,7 @@ def libpq_env(dsn: str) -> dict[str, str]:
     try:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
-        raise DeployError(f"invalid DSN: {exc}") from exc
+        raise DeployError(f"invalid DSN: {one_line(exc)}") from exc
     env = dict(os.environ)
     for key, value in params.items():
         if key in _PG_ENV and value is not None:
@@ -119,7 +120,7 @@ def installed_version(dsn: str) -> str | None:
                 return "older than 0.1.0"
             row = conn.execute(queries.VERSION).fetchone()
     except psycopg.Error as exc:
-        raise DeployError(f"cannot read the database's brooq schema: {' '.join(str(exc).split())[:300]}") from exc
+        raise DeployError(f"cannot read the database's brooq schema: {one_line(exc, 300)}") from exc
     return str(row[0]) if row else None
 
 

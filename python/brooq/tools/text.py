@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 import psycopg
 import psycopg.errors
 
+from brooq.redact import one_line
+
 
 def format_duration(value: timedelta | None) -> str:
     """An age, rounded for reading: 640ms, 2.7s, 3.2m, 5.0h, 2.1d."""
@@ -81,7 +83,7 @@ def describe(exc: BaseException) -> str:
     else:  # a brooq error raised by Python itself, or any other exception
         message = str(exc) or type(exc).__name__
         sqlstate, hint = getattr(exc, "sqlstate", None), None
-    text = " ".join(message.split())
+    text = one_line(message)
     if sqlstate in ("3F000", "42P01", "42883") and "brooq" in text and not hint:
         hint = "is brooq deployed in this database? brooq deploy applies the schema"
     if sqlstate:

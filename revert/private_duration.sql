@@ -1,0 +1,7 @@
+-- Revert brooq:private_duration from pg
+
+begin;
+
+drop function brooq._duration_ok(interval);
+
+commit;

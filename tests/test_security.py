@@ -1,0 +1,339 @@
+"""The security review's findings (docs/security.md), each proved against a real server.
+
+- pg_cron's commands and the procedures resolve nothing through the search_path of
+  whoever runs them: under `search_path = evil, pg_catalog`, with planted operators,
+  functions and aggregates that record their calls, nothing is recorded.
+- A lease token is required and unguessable; a key held by an open transaction is
+  waited for at most brooq.key_wait.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from psycopg import sql
+
+from conftest import ROOT
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+# The types the planted operators take: every operator of pg_catalog between two of
+# them gets a twin in schema evil that records its call, then does the real thing.
+TYPES = ("smallint", "integer", "bigint", "numeric", "double precision", "text", "boolean",
+         "timestamp with time zone", "interval", "jsonb")
+OPERATORS = ("<", ">", "<=", ">=", "=", "<>", "+", "-", "*", "/")
+
+
+def plant(conn: Conn) -> int:
+    """Schema evil: operators, functions and aggregates shadowing pg_catalog's. How many."""
+    conn.execute("drop schema if exists evil cascade")
+    conn.execute("create schema evil")
+    conn.execute("create table evil.calls (what text not null)")
+    conn.execute("grant usage on schema evil to public")
+    conn.execute("grant insert on evil.calls to public")
+    rows = conn.execute("""
+        select o.oprname, o.oprleft::regtype::text, o.oprright::regtype::text, o.oprresult::regtype::text
+          from pg_operator o
+         where o.oprnamespace = 'pg_catalog'::regnamespace and o.oprname = any(%s)
+           and o.oprleft::regtype::text = any(%s) and o.oprright::regtype::text = any(%s)""",
+                        [list(OPERATORS), list(TYPES), list(TYPES)]).fetchall()
+    for i, (op, left, right, result) in enumerate(rows):
+        fn = f"evil.op_{i}"
+        conn.execute(f"""
+            create function {fn}(a {left}, b {right}) returns {result} language plpgsql as $$
+            begin
+                insert into evil.calls values ('{op}({left}, {right})');
+                return a operator(pg_catalog.{op}) b;
+            end $$""")
+        conn.execute(f"create operator evil.{op} (leftarg = {left}, rightarg = {right}, function = {fn})")
+    conn.execute("""
+        create function evil.count_step(n bigint) returns bigint language plpgsql as $$
+        begin insert into evil.calls values ('count(*)'); return n + 1; end $$""")
+    conn.execute("create aggregate evil.count(*) (sfunc = evil.count_step, stype = bigint, initcond = '0')")
+    for name, args, body in (
+            ("now", "", "pg_catalog.now()"),
+            ("clock_timestamp", "", "pg_catalog.clock_timestamp()"),
+            ("coalesce_text", "a text", "a"),
+            ("length", "a text", "pg_catalog.length(a)"),
+            ("left", "a text, n integer", "pg_catalog.left(a, n)")):
+        rettype = {"now": "timestamptz", "clock_timestamp": "timestamptz"}.get(name, "text")
+        if name == "length":
+            rettype = "integer"
+        conn.execute(f"""
+            create function evil.{name}({args}) returns {rettype} language plpgsql as $$
+            begin insert into evil.calls values ('{name}()'); return {body}; end $$""")
+    return len(rows)
+
+
+@pytest.fixture
+def cron_db(tap_dsn: str) -> Iterator[Conn]:
+    """The database where pg_cron lives, with brooq's maintenance jobs registered."""
+    with psycopg.connect(tap_dsn, autocommit=True) as conn:
+        if conn.execute("select to_regnamespace('cron') is null").fetchone() == (True,):
+            pytest.skip("pg_cron is not installed in the test database")
+        conn.execute("select * from brooq.schedule_maintenance('0 0 1 1 *', '0 0 1 1 *')")
+        try:
+            yield conn
+        finally:
+            conn.execute("select brooq.unschedule_maintenance()")
+            conn.execute("drop schema if exists evil cascade")
+            conn.execute("reset search_path")
+
+
+def test_cron_commands_and_procedures_resolve_nothing_through_the_search_path(cron_db: Conn) -> None:
+    conn = cron_db
+    planted = plant(conn)
+    assert planted > 100
+    # something for purge_all to delete, over several batches
+    topic = f"evil.{uuid.uuid4().hex[:8]}"
+    conn.execute("select brooq.declare_topic(%s, retention => '1 second')", [topic])
+    conn.execute("select * from brooq.enqueue_many(%s, array_fill('{}'::jsonb, array[25]))", [topic])
+    conn.execute("update brooq.job set state = 'done', updated_at = now() - interval '1 day' "
+                 "where topic = %s", [topic])
+    commands = [r[0] for r in conn.execute(
+        "select command from cron.job where jobname in ('brooq_reap', 'brooq_purge') order by jobname")]
+    assert len(commands) == 2
+
+    # The planted objects do record calls when a statement does resolve through the path.
+    conn.execute("set search_path = evil, pg_catalog")
+    conn.execute("select count(*) from (values (1 < 2)) v(x)")
+    conn.execute("reset search_path")
+    seen = {r[0] for r in conn.execute("select what from evil.calls")}
+    assert {"count(*)", "<(integer, integer)"} <= seen, seen
+    conn.execute("truncate evil.calls")
+
+    conn.execute("set search_path = evil, pg_catalog")
+    for command in commands:
+        conn.execute(command)
+    conn.execute("call brooq.purge_all(10, 2)")  # stops after max_batches
+    conn.execute("call brooq.purge_all(10)")  # runs until a short batch
+    conn.execute("reset search_path")
+    recorded = conn.execute("select what, pg_catalog.count(*) from evil.calls group by what").fetchall()
+    assert recorded == [], f"resolved through the caller's search_path: {recorded}"
+    left = conn.execute("select count(*) from brooq.job where topic = %s", [topic]).fetchone()
+    assert left == (0,), "purge_all did not run to the end"
+
+
+def test_maintenance_jobs_registered_by_0_1_0_are_rewritten_on_upgrade(cron_db: Conn) -> None:
+    conn = cron_db
+    conn.execute("select cron.alter_job(jobid, command => 'select count(*) from brooq.reap(10000)') "
+                 "from cron.job where jobname = 'brooq_reap'")
+    # the DO block of the reworked change, as the upgrade runs it
+    text = (ROOT / "sql" / "function_schedule_maintenance.sql").read_text()
+    block = text[text.index("do $$"):text.index("end\n$$;", text.index("do $$")) + len("end\n$$;")]
+    conn.execute(block)
+    assert conn.execute("select command from cron.job where jobname = 'brooq_reap'").fetchone() == (
+        "select pg_catalog.count(*) from brooq.reap(10000)",)
+
+
+def test_a_key_held_by_an_open_transaction_is_waited_for_at_most_key_wait(db: str) -> None:
+    with psycopg.connect(db, autocommit=True) as setup:
+        setup.execute("select brooq.declare_topic('keys')")
+    holder = psycopg.connect(db)
+    try:
+        holder.execute("select * from brooq.enqueue('keys', '{}', idempotency_key => 'k-held')")
+        with psycopg.connect(db, autocommit=True) as other:
+            other.execute("set brooq.key_wait = '300ms'")
+            started = time.monotonic()
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                other.execute("select * from brooq.enqueue('keys', '{}', idempotency_key => 'k-held')")
+            waited = time.monotonic() - started
+            assert 0.25 < waited < 3, waited
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                other.execute("select * from brooq.enqueue_many('keys', array['{}'::jsonb], "
+                              "array['k-held'])")
+            # the bound is only for that wait: the session's own lock_timeout is back
+            assert other.execute("show lock_timeout").fetchone() == ("0",)
+            other.execute("select * from brooq.enqueue('keys', '{}', idempotency_key => 'k-free')")
+            assert other.execute("show lock_timeout").fetchone() == ("0",)
+
+            # the holder commits within the wait: the second enqueue gets its id
+            other.execute("set brooq.key_wait = '5s'")
+            result: list[Any] = []
+            t = threading.Thread(target=lambda: result.append(other.execute(
+                "select id, created from brooq.enqueue('keys', '{}', idempotency_key => 'k-held')"
+            ).fetchone()))
+            t.start()
+            time.sleep(0.3)
+            (held_id,) = holder.execute("select id from brooq.job where idempotency_key = 'k-held'").fetchone() or (None,)
+            holder.commit()
+            t.join(5)
+            assert result == [(held_id, False)]
+    finally:
+        holder.close()
+
+
+def test_lease_tokens_are_random_and_required(conn: Conn) -> None:
+    conn.execute("select brooq.declare_topic('tokens', max_attempts => 10)")
+    conn.execute("select * from brooq.enqueue_many('tokens', array_fill('{}'::jsonb, array[50]))")
+    tokens = [r[0] for r in conn.execute(
+        "select lease_token from brooq.claim('w', array['tokens'], max_jobs => 50)")]
+    assert len(tokens) == 50 and len(set(tokens)) == 1, "one token per claim call"
+    # ids and attempts say nothing of the token
+    row = conn.execute("select id, attempts from brooq.in_flight limit 1").fetchone()
+    assert row is not None and tokens[0] not in row
+    with pytest.raises(psycopg.errors.NullValueNotAllowed):
+        conn.execute("select * from brooq.heartbeat('w', array[%s]::bigint[])", [row[0]])
+    # 50 claims of one job: 50 different tokens, none a counter
+    conn.execute("select brooq.declare_topic('tokens.one', max_attempts => 1000)")
+    (job,), = conn.execute("select id from brooq.enqueue('tokens.one', '{}')").fetchall()
+    seen = []
+    for _ in range(50):
+        (token,), = conn.execute("select lease_token from brooq.claim('w', array['tokens.one'])").fetchall()
+        seen.append(token)
+        conn.execute("select brooq.settle(%s, 'w', %s, 'preserve', delay => '0')", [job, token])
+    assert len(set(seen)) == 50
+    assert sum(1 for a, b in zip(seen, seen[1:]) if b == a + 1) == 0
+    assert max(abs(t) for t in seen) > 2 ** 40
+
+
+def test_a_far_future_available_at_is_refused(conn: Conn) -> None:
+    conn.execute("select brooq.declare_topic('far')")
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        conn.execute("select * from brooq.enqueue('far', '{}', available_at => '12000-01-01')")
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        conn.execute("select * from brooq.enqueue('far', '{}', delay => '200 years')")
+    assert conn.execute("select count(*) from brooq.jobs").fetchone() == (0,)
+
+
+def test_errors_quote_bad_values_cut_short(conn: Conn) -> None:
+    huge = "x" * 1_000_000
+    for statement, args in (
+            ("select * from brooq.claim('w', array[null, %s])", [huge]),
+            ("select brooq.pause_topic(%s)", [huge]),
+            ("select * from brooq.enqueue(%s, '{}')", [huge])):
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(statement, args)
+        assert len(str(caught.value)) < 1000, statement
+
+
+
+def test_a_notify_flood_costs_an_idle_worker_a_bounded_claim_rate(server: Any, db: str) -> None:
+    import brooq
+    from brooq.listener import QUIET_MAX
+
+    dbname = psycopg.conninfo.conninfo_to_dict(db)["dbname"]
+    server.execute(sql.SQL("alter database {} set track_functions = 'pl'").format(sql.Identifier(dbname)))
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('flooded')")
+        conn.execute("create role brooq_test_flooder login")
+    worker = brooq.Worker(db, concurrency=2)
+
+    @worker.handler("flooded")
+    def handle(job: brooq.Job) -> None:
+        return None
+
+    def claims() -> int:
+        with psycopg.connect(db, autocommit=True) as c:
+            row = c.execute("select coalesce(sum(calls), 0) from pg_stat_user_functions "
+                            "where schemaname = 'brooq' and funcname = 'claim'").fetchone()
+            return int(row[0]) if row else 0
+
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        time.sleep(1.5)  # started, idle
+        time.sleep(1.1)  # the worker's backend flushes its statistics at least every second
+        before = claims()
+        sent, seconds = 0, 4.0
+        with psycopg.connect(psycopg.conninfo.make_conninfo(db, user="brooq_test_flooder"),
+                             autocommit=True) as flooder:  # no brooq grant at all
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                flooder.execute("notify brooq, 'flooded'")
+                sent += 1
+        time.sleep(1.1)
+        made = claims() - before
+    finally:
+        worker.stop()
+        thread.join(10)
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("drop role brooq_test_flooder")
+    # the bound: 1/QUIET_MAX claims a second for notifications, plus the polls (1 s)
+    bound = (seconds + 1.1) * (1 / QUIET_MAX + 1) + 5
+    assert sent > 2000, f"the flood was too thin to prove anything ({sent} notifies)"
+    assert made <= bound, f"{sent} notifies made {made} claims (bound {bound:.0f})"
+
+
+@pytest.mark.parametrize(("dsn", "echoed"), [
+    ("postgresql://u:S3cretPw@[::1/db", True),  # libpq echoes a URI it cannot parse, whole
+    ("host=127.0.0.1 port=x password=S3cretPw", False),
+    ("host=127.0.0.1 password='S3cret Pw' nonsense", False),
+])
+def test_no_password_in_any_message(dsn: str, echoed: bool, tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    import brooq
+
+    for args in (["stats", "--dsn", dsn], ["job", "1", "--dsn", dsn], ["deploy", "--dsn", dsn]):
+        done = subprocess.run([sys.executable, "-m", "brooq.tools.cli", *args], capture_output=True,
+                              text=True, cwd=tmp_path, timeout=60)
+        assert done.returncode != 0
+        assert "S3cret" not in done.stdout + done.stderr, (args, done.stderr)
+        assert ("***" in done.stderr) is echoed, done.stderr
+    with pytest.raises(brooq.ConfigError) as bad:
+        brooq.WorkerConfig(dsn=dsn, concurrency=0).validate()
+    assert "S3cret" not in str(bad.value)
+
+
+def test_the_metrics_server_stays_on_loopback_unless_told() -> None:
+    import brooq
+
+    for address in ("0.0.0.0:9464", "[::]:9464", "10.1.2.3:9464"):
+        with pytest.raises(brooq.ConfigError, match="not a loopback address"):
+            brooq.WorkerConfig(dsn="dbname=x", metrics_address=address).validate()
+        brooq.WorkerConfig(dsn="dbname=x", metrics_address=address, metrics_public=True).validate()
+    for address in ("127.0.0.1:9464", "[::1]:9464", "localhost:0", "127.0.0.2:1"):
+        brooq.WorkerConfig(dsn="dbname=x", metrics_address=address).validate()
+
+
+def test_the_producer_names_the_busy_key(db: str) -> None:
+    import brooq
+
+    with psycopg.connect(db, autocommit=True) as setup:
+        brooq.declare_topic(setup, "keys.py")
+    with psycopg.connect(db) as holder, psycopg.connect(db, autocommit=True) as other:
+        brooq.enqueue(holder, "keys.py", {}, key="order-42")
+        other.execute("set brooq.key_wait = '200ms'")
+        with pytest.raises(brooq.KeyBusy) as busy:
+            brooq.enqueue(other, "keys.py", {}, key="order-42")
+        assert "idempotency key 'order-42' of topic 'keys.py' is held by another transaction" in str(busy.value)
+        assert busy.value.sqlstate == "55P03" and "brooq.key_wait" in (busy.value.hint or "")
+        with pytest.raises(brooq.KeyBusy, match="an idempotency key of the batch"):
+            brooq.enqueue_many(other, "keys.py", [{}], keys=["order-42"])
+        holder.rollback()
+
+
+def test_a_non_superuser_owner_deploys_and_runs_the_queue(server: Any, tmp_path: Any) -> None:
+    from conftest import sqitch, sqitch_target
+
+    owner = f"brooq_test_owner_{uuid.uuid4().hex[:6]}"
+    name = f"brooq_sec_{uuid.uuid4().hex[:10]}"
+    dsn = server.create_db(name)
+    server.execute(sql.SQL("create role {} login createrole").format(sql.Identifier(owner)))
+    try:
+        server.execute(sql.SQL("grant create on database {} to {}").format(
+            sql.Identifier(name), sql.Identifier(owner)))
+        owner_dsn = psycopg.conninfo.make_conninfo(dsn, user=owner)
+        sqitch("deploy", "--verify", sqitch_target(owner_dsn))
+        with psycopg.connect(owner_dsn, autocommit=True) as conn:
+            assert conn.execute("select nspowner::regrole::text from pg_namespace "
+                                "where nspname = 'brooq'").fetchone() == (owner,)
+            assert conn.execute("select count(*) from pg_proc where pronamespace = 'brooq'::regnamespace "
+                                "and proowner <> %s::regrole", [owner]).fetchone() == (0,)
+            conn.execute("select brooq.declare_topic('owned')")
+            (job,), = conn.execute("select id from brooq.enqueue('owned', '{}')").fetchall()
+            (token,), = conn.execute("select lease_token from brooq.claim('w', array['owned'])").fetchall()
+            assert conn.execute("select brooq.settle(%s, 'w', %s, 'done')", [job, token]).fetchone() == ("done",)
+        sqitch("revert", "-y", sqitch_target(owner_dsn))
+    finally:
+        server.drop_db(name)
+        server.execute(sql.SQL("drop role {}").format(sql.Identifier(owner)))
