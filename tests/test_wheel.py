@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from brooq import __version__
-from conftest import ROOT, Server
+from conftest import ROOT, Server, sqitch_target
 
 
 def run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -52,6 +52,7 @@ def test_wheel_installs_deploys_and_runs_the_demo_outside_the_checkout(
     assert run([brooq, "--version"], cwd=elsewhere).stdout.strip() == f"brooq {__version__}"
 
     names_made = []
+    dsns: dict[str, str] = {}
     try:
         for method in ("sqitch", "psql"):
             name = f"brooq_wheel_{uuid.uuid4().hex[:10]}"
@@ -61,7 +62,16 @@ def test_wheel_installs_deploys_and_runs_the_demo_outside_the_checkout(
             assert ("deployed" in out), out
             with psycopg.connect(dsn) as conn:
                 assert conn.execute("select brooq.version()").fetchone() == (__version__,)
-        demo = run([brooq, "demo", "--dsn", dsn, "--jobs", "300", "--progress", "off"],
+            dsns[method] = dsn
+        # rollback with the package's own plan: from its schema directory, to the release
+        schema = run([str(venv / "bin" / "python"), "-c",
+                      "from brooq.tools.deploy import schema_root; print(schema_root())"],
+                     cwd=elsewhere).stdout.strip()
+        assert schema.startswith(str(venv)) and schema.endswith("brooq/schema"), schema
+        run(["sqitch", "revert", "-y", "--to", "@v0.1.0", sqitch_target(dsns["sqitch"])], cwd=Path(schema))
+        with psycopg.connect(dsns["sqitch"]) as conn:
+            assert conn.execute("select brooq.version()").fetchone() == ("0.1.0",)
+        demo = run([brooq, "demo", "--dsn", dsns["psql"], "--jobs", "300", "--progress", "off"],
                    cwd=elsewhere, timeout=180)
         print(demo.stdout)
         assert "every job is terminal" in demo.stdout and "as expected" in demo.stdout, demo.stdout
