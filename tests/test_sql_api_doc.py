@@ -130,8 +130,8 @@ def compare(blocks: list[Block], actual: list[str]) -> None:
                 f"block from line {block.line} (block {blocks.index(block) + 1} of {len(blocks)} "
                 f"run in this session; later ones may differ only because of it).\n{diff}\n\n"
                 f"If the change is intended, rerun with "
-                f"BROOQ_WRITE_SQL_API=1 to rewrite the page's blocks from psql's output, "
-                f"then read the diff and fix the prose around them.")
+                f"BROOQ_WRITE_SQL_API=1 to rewrite the page's blocks from psql's output (that run "
+                f"still fails), then read the diff and fix the prose around them.")
 
 
 def write_back(blocks: list[Block], actual: list[str]) -> None:
