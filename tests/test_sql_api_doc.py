@@ -110,7 +110,8 @@ def run_session(dsn: str, preamble: Block, blocks: list[Block], setup: str = "")
     for n, block in enumerate(blocks):
         script += [f"\\echo {MARKER.format(n)}", *block.statements]
     done = subprocess.run(["psql", "-X", "-a", "-d", dsn], input="\n".join(script) + "\n", check=False,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+                          env={**os.environ, "LC_MESSAGES": "C"})  # "(1 row)", not a translation
     outputs = re.split(r"^\\echo ::block \d+\n::block \d+\n", done.stdout, flags=re.MULTILINE)[1:]
     assert len(outputs) == len(blocks), f"psql stopped early:\n{done.stdout[-3000:]}"
     return [normalise(out) for out in outputs]
