@@ -3,8 +3,8 @@ of one of our topics is enqueued.
 
 A notification is a latency hint, never the carrier: the loop also polls every
 poll_interval, and after a (re)connect the listener says "notified" at once, since
-a notification may have been missed meanwhile. The loop reads ``notified`` to claim
-at once, and clears it when it claims.
+a notification may have been missed meanwhile. The loop asks ``claim_at`` when to
+claim, ``take``s the request as it claims, and reports what it found (``claimed``).
 
 Wake-ups are coalesced: NOTIFY is open to every role that can connect, and a
 flood of them must not turn into a flood of claims. A claim a notification asked
