@@ -2,7 +2,8 @@
 --
 -- Cancels a job that is not finished: pending, failed or processing -> canceled,
 -- lease cleared. A handler running it learns it from its next heartbeat (within
--- lease/3) and its settle writes nothing.
+-- lease/3) and its settle writes nothing. A watched job (brooq.watch) wakes its
+-- waiters: NOTIFY brooq_settled, its id as payload.
 --
 -- Returns: true when this call canceled the job; false when there is nothing to
 -- cancel: the job is already done, dead or canceled (terminal states are never
@@ -10,7 +11,7 @@
 -- than an error, so canceling is idempotent.
 -- Errors:
 --   22004 null_value_not_allowed  job_id is NULL
--- Touches: updates at most one row of brooq.job.
+-- Touches: updates at most one row of brooq.job; reads brooq.job_watch.
 create or replace function brooq.cancel(job_id bigint)
 returns boolean
 language plpgsql
@@ -30,7 +31,13 @@ begin
            updated_at = brooq._now()
      where j.id = cancel.job_id
        and j.state in ('pending', 'failed', 'processing');
-    return found;
+    if not found then
+        return false;
+    end if;
+    if exists (select from brooq.job_watch w where w.job_id = cancel.job_id) then
+        perform pg_notify('brooq_settled', cancel.job_id::text);  -- wake brooq.wait
+    end if;
+    return true;
 end
 $$;
 

@@ -1,10 +1,12 @@
--- brooq.heartbeat(worker, job_ids, lease, lease_tokens) -> setof bigint
+-- brooq.heartbeat(worker, job_ids, lease, lease_tokens, progress) -> setof bigint
 --
 -- Renews the leases this worker still holds: locked_until = now + lease (at most
 -- the topic's max_lease) for each listed job that is processing, locked by
 -- `worker` and still under the claim that returned its lease token. An id missing
 -- from the answer means the lease is lost (canceled, reaped, settled): stop its
--- handler and write nothing for it. Call it every lease/3.
+-- handler and write nothing for it. Call it every lease/3. It also stores what the
+-- handlers reported since the last heartbeat (progress), so that reporting costs
+-- no round trip of its own.
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -13,18 +15,26 @@
 --                 topic's max_lease
 --   lease_tokens  bigint[] parallel to job_ids: the lease_token claim returned
 --                 (required: the worker's name alone proves nothing)
+--   progress      jsonb[] parallel to job_ids, or NULL: each job's new progress
+--                 (e.g. {"fraction": 0.4, "message": "copying"}); a NULL element
+--                 keeps what the job had. At most 4 kB each (bytes of the JSON text)
 --
 -- Returns: the ids whose lease was renewed, in no set order.
 -- Errors:
 --   22004 null_value_not_allowed   worker, job_ids, lease or lease_tokens is NULL
---   22023 invalid_parameter_value  lease not positive; lease_tokens of another length
---   54000 program_limit_exceeded   more than 10,000 job ids
+--   22023 invalid_parameter_value  lease not positive; lease_tokens or progress of
+--                                  another length
+--   54000 program_limit_exceeded   more than 10,000 job ids; a progress over 4 kB
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
+-- The signature without progress (0.1.0's, and this change's before progress).
+drop function if exists brooq.heartbeat(text, bigint[], interval, bigint[]);
+
 create or replace function brooq.heartbeat(
     worker text,
     job_ids bigint[],
     lease interval default '30 seconds',
-    lease_tokens bigint[] default null)
+    lease_tokens bigint[] default null,
+    progress jsonb[] default null)
 returns setof bigint
 language plpgsql
 security definer
@@ -49,6 +59,19 @@ begin
             using errcode = 'program_limit_exceeded',
                   hint = 'Renew at most 10000 leases per call.';
     end if;
+    if heartbeat.progress is not null
+        and coalesce(cardinality(heartbeat.progress), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
+        raise exception 'progress has % elements, job_ids has %',
+                coalesce(cardinality(heartbeat.progress), 0), coalesce(cardinality(heartbeat.job_ids), 0)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one progress per job id (NULL to keep a job''s), or NULL for none.';
+    end if;
+    if heartbeat.progress is not null
+        and exists (select from unnest(heartbeat.progress) as p(value) where octet_length(p.value::text) > 4096) then
+        raise exception 'brooq.heartbeat: a progress over 4096 bytes'
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Report a fraction and a short message, e.g. {"fraction": 0.4, "message": "copying"}.';
+    end if;
     if coalesce(cardinality(heartbeat.lease_tokens), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
         raise exception 'lease_tokens has % elements, job_ids has %',
                 coalesce(cardinality(heartbeat.lease_tokens), 0), coalesce(cardinality(heartbeat.job_ids), 0)
@@ -58,8 +81,9 @@ begin
 
     return query
     update brooq.job j
-       set locked_until = v_now + least(heartbeat.lease, t.max_lease)
-      from unnest(heartbeat.job_ids, heartbeat.lease_tokens) as u(id, token),
+       set locked_until = v_now + least(heartbeat.lease, t.max_lease),
+           progress = coalesce(u.progress, j.progress)
+      from unnest(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u(id, token, progress),
            brooq.topic t
      where j.id = u.id
        and j.state = 'processing'
@@ -70,8 +94,8 @@ begin
 end
 $$;
 
-comment on function brooq.heartbeat(text, bigint[], interval, bigint[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease. Errors: 22004 NULL argument, 22023 bad lease or tokens, 54000 more than 10000 ids.';
+comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease. Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
 
-revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[]) from public;
-grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[]) to brooq_worker;
+revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
+grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;

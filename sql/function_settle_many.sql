@@ -20,7 +20,8 @@
 --                after least(coalesce(delay, backoff_base), backoff_max); never dead.
 --   cancel    -> canceled.
 -- Every outcome clears the lease; errors[i], when given, becomes last_error
--- (cut to 2000 characters).
+-- (cut to 2000 characters). A watched job (brooq.watch) made terminal is
+-- announced with NOTIFY brooq_settled, its id as payload.
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -143,6 +144,17 @@ begin
        and j.lease_token = u.token
        and t.name = j.topic
     returning j.id, j.state;
+
+    -- Wake brooq.wait's waiters of the jobs this call made terminal (none watching,
+    -- the usual case: one probe of an empty table, and no NOTIFY).
+    if exists (select from brooq.job_watch) then
+        perform pg_notify('brooq_settled', w.job_id::text)
+           from (select distinct w.job_id
+                   from brooq.job_watch w
+                   join brooq.job j on j.id = w.job_id
+                  where w.job_id = any(settle_many.job_ids)
+                    and j.state in ('done', 'dead', 'canceled')) as w;
+    end if;
 end
 $$;
 

@@ -159,6 +159,8 @@ create table brooq.job (
     lease_token     bigint          not null default 0,
     last_error      text,
     result          jsonb,
+    -- what the running handler last reported (table_job_add_progress)
+    progress        jsonb,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)
@@ -500,50 +502,6 @@ revoke all on function brooq.pause_topic(text) from public;
 revoke all on function brooq.resume_topic(text) from public;
 grant execute on function brooq.pause_topic(text) to brooq_admin;
 grant execute on function brooq.resume_topic(text) to brooq_admin;
-
--- change function_cancel
-
--- brooq.cancel(job_id) -> boolean
---
--- Cancels a job that is not finished: pending, failed or processing -> canceled,
--- lease cleared. A handler running it learns it from its next heartbeat (within
--- lease/3) and its settle writes nothing.
---
--- Returns: true when this call canceled the job; false when there is nothing to
--- cancel: the job is already done, dead or canceled (terminal states are never
--- overwritten), or no job has this id (never existed, or purged). False rather
--- than an error, so canceling is idempotent.
--- Errors:
---   22004 null_value_not_allowed  job_id is NULL
--- Touches: updates at most one row of brooq.job.
-create or replace function brooq.cancel(job_id bigint)
-returns boolean
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-    if cancel.job_id is null then
-        raise exception 'brooq.cancel: job_id must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Pass the id that enqueue returned.';
-    end if;
-    update brooq.job j
-       set state = 'canceled',
-           locked_by = null,
-           locked_until = null,
-           updated_at = brooq._now()
-     where j.id = cancel.job_id
-       and j.state in ('pending', 'failed', 'processing');
-    return found;
-end
-$$;
-
-comment on function brooq.cancel(bigint) is
-'Cancel a pending, failed or processing job; true if canceled, false if terminal or unknown. Errors: 22004 NULL id.';
-
-revoke all on function brooq.cancel(bigint) from public;
-grant execute on function brooq.cancel(bigint) to brooq_admin;
 
 -- change function_reap
 
@@ -910,12 +868,13 @@ create or replace view brooq.in_flight as
 select j.id, j.topic, j.attempts, j.max_attempts, j.locked_by, j.locked_until,
        j.updated_at as claimed_at,
        brooq._now() - j.updated_at as running_for,
-       j.locked_until < brooq._now() as expired
+       j.locked_until < brooq._now() as expired,
+       j.progress
   from brooq.job j
  where j.locked_until is not null;
 
 comment on view brooq.in_flight is
-'Jobs in flight: who holds each lease, since when, until when, and whether it expired.';
+'Jobs in flight: who holds each lease, since when, until when, whether it expired, and the progress its handler reported.';
 
 revoke all on brooq.topic_stats, brooq.in_flight from public;
 grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
@@ -925,7 +884,7 @@ grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
 create or replace view brooq.jobs as
 select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
        j.idempotency_key, j.available_at, j.created_at, j.updated_at,
-       j.locked_by, j.locked_until, j.last_error, j.result
+       j.locked_by, j.locked_until, j.last_error, j.result, j.progress
   from brooq.job j;
 
 comment on view brooq.jobs is
@@ -1545,13 +1504,15 @@ grant execute on function brooq.claim(text, text[], integer, interval) to brooq_
 
 -- change function_heartbeat
 
--- brooq.heartbeat(worker, job_ids, lease, lease_tokens) -> setof bigint
+-- brooq.heartbeat(worker, job_ids, lease, lease_tokens, progress) -> setof bigint
 --
 -- Renews the leases this worker still holds: locked_until = now + lease (at most
 -- the topic's max_lease) for each listed job that is processing, locked by
 -- `worker` and still under the claim that returned its lease token. An id missing
 -- from the answer means the lease is lost (canceled, reaped, settled): stop its
--- handler and write nothing for it. Call it every lease/3.
+-- handler and write nothing for it. Call it every lease/3. It also stores what the
+-- handlers reported since the last heartbeat (progress), so that reporting costs
+-- no round trip of its own.
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -1560,18 +1521,26 @@ grant execute on function brooq.claim(text, text[], integer, interval) to brooq_
 --                 topic's max_lease
 --   lease_tokens  bigint[] parallel to job_ids: the lease_token claim returned
 --                 (required: the worker's name alone proves nothing)
+--   progress      jsonb[] parallel to job_ids, or NULL: each job's new progress
+--                 (e.g. {"fraction": 0.4, "message": "copying"}); a NULL element
+--                 keeps what the job had. At most 4 kB each (bytes of the JSON text)
 --
 -- Returns: the ids whose lease was renewed, in no set order.
 -- Errors:
 --   22004 null_value_not_allowed   worker, job_ids, lease or lease_tokens is NULL
---   22023 invalid_parameter_value  lease not positive; lease_tokens of another length
---   54000 program_limit_exceeded   more than 10,000 job ids
+--   22023 invalid_parameter_value  lease not positive; lease_tokens or progress of
+--                                  another length
+--   54000 program_limit_exceeded   more than 10,000 job ids; a progress over 4 kB
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
+-- The signature without progress (0.1.0's, and this change's before progress).
+drop function if exists brooq.heartbeat(text, bigint[], interval, bigint[]);
+
 create or replace function brooq.heartbeat(
     worker text,
     job_ids bigint[],
     lease interval default '30 seconds',
-    lease_tokens bigint[] default null)
+    lease_tokens bigint[] default null,
+    progress jsonb[] default null)
 returns setof bigint
 language plpgsql
 security definer
@@ -1596,6 +1565,19 @@ begin
             using errcode = 'program_limit_exceeded',
                   hint = 'Renew at most 10000 leases per call.';
     end if;
+    if heartbeat.progress is not null
+        and coalesce(cardinality(heartbeat.progress), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
+        raise exception 'progress has % elements, job_ids has %',
+                coalesce(cardinality(heartbeat.progress), 0), coalesce(cardinality(heartbeat.job_ids), 0)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one progress per job id (NULL to keep a job''s), or NULL for none.';
+    end if;
+    if heartbeat.progress is not null
+        and exists (select from unnest(heartbeat.progress) as p(value) where octet_length(p.value::text) > 4096) then
+        raise exception 'brooq.heartbeat: a progress over 4096 bytes'
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Report a fraction and a short message, e.g. {"fraction": 0.4, "message": "copying"}.';
+    end if;
     if coalesce(cardinality(heartbeat.lease_tokens), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
         raise exception 'lease_tokens has % elements, job_ids has %',
                 coalesce(cardinality(heartbeat.lease_tokens), 0), coalesce(cardinality(heartbeat.job_ids), 0)
@@ -1605,8 +1587,9 @@ begin
 
     return query
     update brooq.job j
-       set locked_until = v_now + least(heartbeat.lease, t.max_lease)
-      from unnest(heartbeat.job_ids, heartbeat.lease_tokens) as u(id, token),
+       set locked_until = v_now + least(heartbeat.lease, t.max_lease),
+           progress = coalesce(u.progress, j.progress)
+      from unnest(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u(id, token, progress),
            brooq.topic t
      where j.id = u.id
        and j.state = 'processing'
@@ -1617,11 +1600,11 @@ begin
 end
 $$;
 
-comment on function brooq.heartbeat(text, bigint[], interval, bigint[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease. Errors: 22004 NULL argument, 22023 bad lease or tokens, 54000 more than 10000 ids.';
+comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease. Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
 
-revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[]) from public;
-grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[]) to brooq_worker;
+revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
+grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;
 
 -- change private_result_too_large
 
@@ -1651,6 +1634,29 @@ comment on function brooq._result_too_large(bigint, integer, integer, text) is
 
 revoke all on function brooq._result_too_large(bigint, integer, integer, text) from public;
 
+-- change table_job_watch
+
+-- brooq.job_watch: the jobs somebody waits on (brooq.wait in Python). A waiter
+-- registers with brooq.watch, listens on the channel brooq_settled, and
+-- unregisters with brooq.unwatch. settle_many and cancel look here (one probe of
+-- an almost always empty table) and NOTIFY brooq_settled, payload the job id,
+-- only for watched jobs that became terminal: nobody watching, no NOTIFY, whose
+-- commit would take PostgreSQL's cluster-wide notify lock on the hot path.
+-- A watch left by a waiter that died is dropped by the next watch a day later.
+create table brooq.job_watch (
+    id     bigint      generated always as identity,
+    job_id bigint      not null,
+    since  timestamptz not null,
+    constraint job_watch_pkey primary key (id)
+);
+
+create index job_watch_job_idx on brooq.job_watch (job_id);
+
+comment on table brooq.job_watch is
+'Jobs somebody waits on to become terminal (private: use brooq.watch and brooq.unwatch).';
+
+revoke all on table brooq.job_watch from public;
+
 -- change function_settle_many
 
 -- brooq.settle_many(worker, job_ids, lease_tokens, outcomes, errors, delays, results)
@@ -1675,7 +1681,8 @@ revoke all on function brooq._result_too_large(bigint, integer, integer, text) f
 --                after least(coalesce(delay, backoff_base), backoff_max); never dead.
 --   cancel    -> canceled.
 -- Every outcome clears the lease; errors[i], when given, becomes last_error
--- (cut to 2000 characters).
+-- (cut to 2000 characters). A watched job (brooq.watch) made terminal is
+-- announced with NOTIFY brooq_settled, its id as payload.
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -1798,6 +1805,17 @@ begin
        and j.lease_token = u.token
        and t.name = j.topic
     returning j.id, j.state;
+
+    -- Wake brooq.wait's waiters of the jobs this call made terminal (none watching,
+    -- the usual case: one probe of an empty table, and no NOTIFY).
+    if exists (select from brooq.job_watch) then
+        perform pg_notify('brooq_settled', w.job_id::text)
+           from (select distinct w.job_id
+                   from brooq.job_watch w
+                   join brooq.job j on j.id = w.job_id
+                  where w.job_id = any(settle_many.job_ids)
+                    and j.state in ('done', 'dead', 'canceled')) as w;
+    end if;
 end
 $$;
 
@@ -1846,5 +1864,120 @@ comment on function brooq.settle(bigint, text, bigint, text, text, interval, jso
 
 revoke all on function brooq.settle(bigint, text, bigint, text, text, interval, jsonb) from public;
 grant execute on function brooq.settle(bigint, text, bigint, text, text, interval, jsonb) to brooq_worker;
+
+-- change function_cancel
+
+-- brooq.cancel(job_id) -> boolean
+--
+-- Cancels a job that is not finished: pending, failed or processing -> canceled,
+-- lease cleared. A handler running it learns it from its next heartbeat (within
+-- lease/3) and its settle writes nothing. A watched job (brooq.watch) wakes its
+-- waiters: NOTIFY brooq_settled, its id as payload.
+--
+-- Returns: true when this call canceled the job; false when there is nothing to
+-- cancel: the job is already done, dead or canceled (terminal states are never
+-- overwritten), or no job has this id (never existed, or purged). False rather
+-- than an error, so canceling is idempotent.
+-- Errors:
+--   22004 null_value_not_allowed  job_id is NULL
+-- Touches: updates at most one row of brooq.job; reads brooq.job_watch.
+create or replace function brooq.cancel(job_id bigint)
+returns boolean
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if cancel.job_id is null then
+        raise exception 'brooq.cancel: job_id must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the id that enqueue returned.';
+    end if;
+    update brooq.job j
+       set state = 'canceled',
+           locked_by = null,
+           locked_until = null,
+           updated_at = brooq._now()
+     where j.id = cancel.job_id
+       and j.state in ('pending', 'failed', 'processing');
+    if not found then
+        return false;
+    end if;
+    if exists (select from brooq.job_watch w where w.job_id = cancel.job_id) then
+        perform pg_notify('brooq_settled', cancel.job_id::text);  -- wake brooq.wait
+    end if;
+    return true;
+end
+$$;
+
+comment on function brooq.cancel(bigint) is
+'Cancel a pending, failed or processing job; true if canceled, false if terminal or unknown. Errors: 22004 NULL id.';
+
+revoke all on function brooq.cancel(bigint) from public;
+grant execute on function brooq.cancel(bigint) to brooq_admin;
+
+-- change function_watch
+
+-- brooq.watch(job_id) -> bigint
+-- brooq.unwatch(watch_id) -> boolean
+--
+-- watch: ask to be woken when the job becomes terminal. From then on, settle_many
+-- (done, dead, canceled) and cancel send NOTIFY brooq_settled with the job id as
+-- payload when they make this job terminal. LISTEN brooq_settled first, then
+-- watch, then read the job: a job that became terminal before the watch is seen
+-- by that read, one that becomes terminal after it wakes the listener. Returns the
+-- watch's id, for unwatch. Drops watches older than a day (waiters that died).
+-- unwatch: forget a watch; false when it was already gone.
+-- Errors:
+--   22004 null_value_not_allowed  a NULL argument
+-- Touches: inserts (watch) or deletes (unwatch) rows of brooq.job_watch.
+create or replace function brooq.watch(job_id bigint)
+returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_id bigint;
+begin
+    if watch.job_id is null then
+        raise exception 'brooq.watch: job_id must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the id that enqueue returned.';
+    end if;
+    delete from brooq.job_watch w where w.since < v_now - interval '1 day';
+    insert into brooq.job_watch (job_id, since) values (watch.job_id, v_now)
+    returning id into v_id;
+    return v_id;
+end
+$$;
+
+create or replace function brooq.unwatch(watch_id bigint)
+returns boolean
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if unwatch.watch_id is null then
+        raise exception 'brooq.unwatch: watch_id must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the id that brooq.watch returned.';
+    end if;
+    delete from brooq.job_watch w where w.id = unwatch.watch_id;
+    return found;
+end
+$$;
+
+comment on function brooq.watch(bigint) is
+'Wake this session (LISTEN brooq_settled) when the job becomes terminal; returns a watch id for unwatch. Errors: 22004 NULL id.';
+comment on function brooq.unwatch(bigint) is
+'Forget a watch made by brooq.watch; false when it was already gone. Errors: 22004 NULL id.';
+
+revoke all on function brooq.watch(bigint) from public;
+revoke all on function brooq.unwatch(bigint) from public;
+grant execute on function brooq.watch(bigint) to brooq_producer, brooq_worker, brooq_admin;
+grant execute on function brooq.unwatch(bigint) to brooq_producer, brooq_worker, brooq_admin;
 
 commit;

@@ -33,6 +33,8 @@ create table brooq.job (
     lease_token     bigint          not null default 0,
     last_error      text,
     result          jsonb,
+    -- what the running handler last reported (table_job_add_progress)
+    progress        jsonb,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)

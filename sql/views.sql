@@ -51,12 +51,13 @@ create or replace view brooq.in_flight as
 select j.id, j.topic, j.attempts, j.max_attempts, j.locked_by, j.locked_until,
        j.updated_at as claimed_at,
        brooq._now() - j.updated_at as running_for,
-       j.locked_until < brooq._now() as expired
+       j.locked_until < brooq._now() as expired,
+       j.progress
   from brooq.job j
  where j.locked_until is not null;
 
 comment on view brooq.in_flight is
-'Jobs in flight: who holds each lease, since when, until when, and whether it expired.';
+'Jobs in flight: who holds each lease, since when, until when, whether it expired, and the progress its handler reported.';
 
 revoke all on brooq.topic_stats, brooq.in_flight from public;
 grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
@@ -66,7 +67,7 @@ grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
 create or replace view brooq.jobs as
 select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
        j.idempotency_key, j.available_at, j.created_at, j.updated_at,
-       j.locked_by, j.locked_until, j.last_error, j.result
+       j.locked_by, j.locked_until, j.last_error, j.result, j.progress
   from brooq.job j;
 
 comment on view brooq.jobs is

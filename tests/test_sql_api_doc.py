@@ -117,8 +117,10 @@ def run_session(dsn: str, preamble: Block, blocks: list[Block], setup: str = "")
     return [normalise(out) for out in outputs]
 
 
-def compare(blocks: list[Block], actual: list[str]) -> None:
-    if os.environ.get("BROOQ_WRITE_SQL_API"):
+def compare(blocks: list[Block], actual: list[str], *, page: bool = True) -> None:
+    """Raise at the first block whose output differs; with BROOQ_WRITE_SQL_API set,
+    first rewrite the page's blocks (only when they are the page's: ``page``)."""
+    if page and os.environ.get("BROOQ_WRITE_SQL_API"):
         write_back(blocks, actual)
     for block, out in zip(blocks, actual, strict=True):
         expected = normalise(block.text)
@@ -203,4 +205,4 @@ def test_the_pg_cron_examples_print_what_the_page_shows(server: Server, tap_dsn:
 def test_the_comparison_can_fail() -> None:
     block = Block(10, "", ("psql",), "select 1;\n ?column?\n----------\n        1\n(1 row)")
     with pytest.raises(AssertionError, match=r"sql-api.md:13: psql printed something else, in the block from line 10"):
-        compare([block], ["select 1;\n ?column?\n----------\n        2\n(1 row)"])
+        compare([block], ["select 1;\n ?column?\n----------\n        2\n(1 row)"], page=False)

@@ -3,12 +3,12 @@
 
 begin;
 
--- brooq.heartbeat(text, bigint[], interval, bigint[]): exists, SECURITY DEFINER with a pinned search_path, granted to brooq_worker only.
+-- brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]): exists, SECURITY DEFINER with a pinned search_path, granted to brooq_worker only.
 select 1 / (p.prosecdef and p.proconfig = array['search_path=pg_catalog, pg_temp'])::int
-  from pg_catalog.pg_proc p where p.oid = 'brooq.heartbeat(text, bigint[], interval, bigint[])'::regprocedure;
+  from pg_catalog.pg_proc p where p.oid = 'brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[])'::regprocedure;
 select 1 / (count(*) = 0)::int from pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
- where p.oid = 'brooq.heartbeat(text, bigint[], interval, bigint[])'::regprocedure and a.grantee = 0;
-select 1 / pg_catalog.has_function_privilege('brooq_worker', 'brooq.heartbeat(text, bigint[], interval, bigint[])', 'execute')::int;
-select 1 / (not pg_catalog.has_function_privilege('brooq_producer', 'brooq.heartbeat(text, bigint[], interval, bigint[])', 'execute'))::int;
+ where p.oid = 'brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[])'::regprocedure and a.grantee = 0;
+select 1 / pg_catalog.has_function_privilege('brooq_worker', 'brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[])', 'execute')::int;
+select 1 / (not pg_catalog.has_function_privilege('brooq_producer', 'brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[])', 'execute'))::int;
 
 rollback;

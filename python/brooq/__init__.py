@@ -43,6 +43,7 @@ from brooq.producer import (
 )
 from brooq.signals import Cancel, HandlerSignal, PreserveAttempt, Retry
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+from brooq.waiting import wait, wait_async
 from brooq.worker import Worker
 
 __all__ = [
@@ -77,4 +78,6 @@ __all__ = [
     "parse_duration",
     "schema_version",
     "topic_stats",
+    "wait",
+    "wait_async",
 ]

@@ -108,6 +108,8 @@ class Job:
         "max_attempts",
         "payload",
         "priority",
+        "reported",
+        "reported_sent",
         "topic",
     )
 
@@ -123,6 +125,8 @@ class Job:
         self.created_at = created_at
         self.canceled = Canceled()
         self.chained: list[Chained] = []
+        self.reported: dict[str, Any] | None = None  # what progress() said last
+        self.reported_sent: dict[str, Any] | None = None  # what the last heartbeat carried
 
     @property
     def last_attempt(self) -> bool:
@@ -137,6 +141,21 @@ class Job:
         its lease.
         """
         self.chained.append(Chained(topic, payload, key, delay, priority))
+
+    def progress(self, fraction: float | None = None, message: str | None = None) -> None:
+        """Say how far the handler got: a fraction from 0 to 1, a short message, or both.
+
+        It reaches the database with the next heartbeat (every lease/3), at no cost of
+        its own: `brooq job ID`, brooq.jobs and brooq.in_flight show it.
+        """
+        if fraction is not None and not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"progress fraction {fraction!r} is not between 0 and 1")
+        report: dict[str, Any] = {}
+        if fraction is not None:
+            report["fraction"] = float(fraction)
+        if message is not None:
+            report["message"] = str(message)[:200]
+        self.reported = report  # one assignment: the loop reads it without a lock
 
     async def wait_canceled(self) -> None:
         """For async handlers: return once ``canceled`` is set."""

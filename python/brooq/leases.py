@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import scalar_row
+from psycopg.types.json import Jsonb
 
 from brooq import queries
 from brooq.attempt import Attempt
@@ -77,9 +78,16 @@ class Leases:
     def heartbeat(self, conn: psycopg.Connection[Any], now: float) -> None:
         """Renew every held lease in one brooq.heartbeat; lose those it does not return."""
         ids = list(self._held)
-        tokens = [self._held[i].job.lease_token for i in ids]
+        jobs = [self._held[i].job for i in ids]
+        tokens = [job.lease_token for job in jobs]
+        # progress reported since the last heartbeat rides along (None: unchanged)
+        fresh = [job.reported if job.reported is not job.reported_sent else None for job in jobs]
+        progress = [None if p is None else Jsonb(p) for p in fresh] if any(fresh) else None
         cur = conn.cursor(row_factory=scalar_row)
-        kept = set(cur.execute(queries.HEARTBEAT, [self.worker, ids, self.lease, tokens]).fetchall())
+        kept = set(cur.execute(queries.HEARTBEAT, [self.worker, ids, self.lease, tokens, progress]).fetchall())
+        for job, sent in zip(jobs, fresh, strict=True):
+            if sent is not None:
+                job.reported_sent = sent
         self.next_heartbeat = now + self.every
         for job_id in ids:
             if job_id not in kept:

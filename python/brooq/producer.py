@@ -46,6 +46,7 @@ class JobFate(NamedTuple):
     updated_at: datetime
     locked_by: str | None
     locked_until: datetime | None
+    progress: Any = None  # what the handler last reported (job.progress), if anything
 
 
 class TopicStats(NamedTuple):

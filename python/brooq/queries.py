@@ -40,10 +40,17 @@ CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 # brooq.jobs is the read-only view of brooq.job, granted to the three roles.
 GET_JOB: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
-       idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until
+       idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,
+       progress
   from brooq.jobs
  where id = %s::bigint
 """
+
+# brooq.wait: LISTEN first, then watch, then read the job (docs/python-guide.md).
+LISTEN_SETTLED: LiteralString = "listen brooq_settled"
+UNLISTEN_SETTLED: LiteralString = "unlisten brooq_settled"
+WATCH: LiteralString = "select brooq.watch(job_id => %s::bigint)"
+UNWATCH: LiteralString = "select brooq.unwatch(watch_id => %s::bigint)"
 
 TOPIC_STATS: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age
@@ -85,7 +92,7 @@ select brooq.settle(job_id => %s::bigint, worker => %s::text, lease_token => %s:
 HEARTBEAT: LiteralString = """
 select id
   from brooq.heartbeat(worker => %s::text, job_ids => %s::bigint[], lease => %s::interval,
-                       lease_tokens => %s::bigint[]) as h(id)
+                       lease_tokens => %s::bigint[], progress => %s::jsonb[]) as h(id)
 """
 
 REAP: LiteralString = "select id, topic from brooq.reap(max_jobs => %s::integer)"

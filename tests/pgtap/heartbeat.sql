@@ -1,14 +1,14 @@
 -- brooq.heartbeat: structure, behaviour (renews only the holder's leases, fenced
 -- by lease_tokens, lost leases missing from the answer, errors), then privileges.
 begin;
-select plan(39);
+select plan(46);
 
 -- Structure -------------------------------------------------------------------
 
-select has_function('brooq', 'heartbeat', array['text', 'bigint[]', 'interval', 'bigint[]']);
-select function_returns('brooq', 'heartbeat', array['text', 'bigint[]', 'interval', 'bigint[]'], 'setof bigint',
+select has_function('brooq', 'heartbeat', array['text', 'bigint[]', 'interval', 'bigint[]', 'jsonb[]']);
+select function_returns('brooq', 'heartbeat', array['text', 'bigint[]', 'interval', 'bigint[]', 'jsonb[]'], 'setof bigint',
     'heartbeat returns the ids still held');
-select is_definer('brooq', 'heartbeat', array['text', 'bigint[]', 'interval', 'bigint[]']);
+select is_definer('brooq', 'heartbeat', array['text', 'bigint[]', 'interval', 'bigint[]', 'jsonb[]']);
 
 -- Behaviour -----------------------------------------------------------------------
 
@@ -67,6 +67,23 @@ select is_empty(format($$ select * from brooq.heartbeat('w1', array[%s], '1 minu
     'the same worker, holding the job again under a new claim, cannot renew it with the old lease_token');
 select results_eq(format($$ select * from brooq.heartbeat('w1', array[%s], '1 minute', array[%s]) $$, :a, :a_tok2),
     array[:a::bigint], 'the new claim''s token renews it');
+-- progress rides along with the heartbeat
+select results_eq(format($$ select * from brooq.heartbeat('w1', array[%s], '1 minute', array[%s],
+                                                          array['{"fraction": 0.4, "message": "copying"}']::jsonb[]) $$,
+                         :a, :a_tok2),
+    array[:a::bigint], 'a heartbeat with progress renews the lease...');
+select is((select progress from brooq.jobs where id = :a), '{"fraction": 0.4, "message": "copying"}'::jsonb,
+    '...and stores the progress, shown by brooq.jobs');
+select is((select progress from brooq.in_flight where id = :a), '{"fraction": 0.4, "message": "copying"}'::jsonb,
+    'and by brooq.in_flight');
+select results_eq(format($$ select * from brooq.heartbeat('w1', array[%s], '1 minute', array[%s], array[null]::jsonb[]) $$,
+                         :a, :a_tok2), array[:a::bigint], 'a NULL progress element...');
+select is((select progress->>'message' from brooq.job where id = :a), 'copying', '...keeps the job''s progress');
+select throws_ok(format($$ select brooq.heartbeat('w1', array[%s], '1 minute', array[%s], array[null, null]::jsonb[]) $$,
+                        :a, :a_tok2), '22023', 'progress has 2 elements, job_ids has 1', 'progress of another length is 22023');
+select throws_ok(format($$ select brooq.heartbeat('w1', array[%s], '1 minute', array[%s], array[%L]::jsonb[]) $$,
+                        :a, :a_tok2, jsonb_build_object('message', repeat('x', 5000))), '54000',
+    'brooq.heartbeat: a progress over 4096 bytes', 'a progress over 4 kB is 54000');
 select is(brooq.settle(:a, 'w1', :a_tok2, 'done'), 'done', 'a is settled');
 select is_empty(format($$ select * from brooq.heartbeat('w1', array[%s], '1 minute', array[%s]) $$, :a, :a_tok2), 'a settled job is absent');
 

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(175);
+select plan(183);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -29,7 +29,9 @@ insert into matrix values
     ('brooq.claim(text, text[], integer, interval)', false, true, true),
     ('brooq.settle(bigint, text, bigint, text, text, interval, jsonb)', false, true, true),
     ('brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[])', false, true, true),
-    ('brooq.heartbeat(text, bigint[], interval, bigint[])', false, true, true),
+    ('brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[])', false, true, true),
+    ('brooq.watch(bigint)', true, true, true),
+    ('brooq.unwatch(bigint)', true, true, true),
     ('brooq.reap(integer)', false, true, true),
     ('brooq.cancel(bigint)', false, false, true),
     ('brooq.purge(integer)', false, false, true),

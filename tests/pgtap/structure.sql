@@ -7,7 +7,7 @@ select plan(68);
 -- Structure -------------------------------------------------------------------
 
 select has_schema('brooq');
-select tables_are('brooq', array['topic', 'job'], 'brooq has exactly the tables topic and job');
+select tables_are('brooq', array['topic', 'job', 'job_watch'], 'brooq has exactly the tables topic, job and job_watch');
 select views_are('brooq', array['topic_stats', 'in_flight', 'jobs'], 'brooq has exactly the views topic_stats, in_flight and jobs');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job'],
     'brooq has exactly its named row types and the state domain');
@@ -37,7 +37,7 @@ select set_eq(
 select columns_are('brooq', 'job',
     array['id', 'topic', 'payload', 'state', 'priority', 'attempts', 'max_attempts', 'idempotency_key',
           'available_at', 'created_at', 'updated_at', 'locked_by', 'locked_until', 'lease_token',
-          'last_error', 'result']);
+          'last_error', 'result', 'progress']);
 select col_is_pk('brooq', 'job', 'id', 'job is keyed by id');
 select col_type_is('brooq', 'job', 'id', 'bigint', 'job ids are bigint');
 select col_type_is('brooq', 'job', 'payload', 'jsonb', 'the payload is jsonb');

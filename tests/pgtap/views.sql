@@ -11,7 +11,7 @@ select columns_are('brooq', 'topic_stats',
     array['topic', 'paused', 'pending', 'failed', 'ready', 'scheduled', 'processing', 'expired', 'oldest_ready_age']);
 select has_view('brooq', 'in_flight', 'the view brooq.in_flight exists');
 select columns_are('brooq', 'in_flight',
-    array['id', 'topic', 'attempts', 'max_attempts', 'locked_by', 'locked_until', 'claimed_at', 'running_for', 'expired']);
+    array['id', 'topic', 'attempts', 'max_attempts', 'locked_by', 'locked_until', 'claimed_at', 'running_for', 'expired', 'progress']);
 select col_type_is('brooq', 'topic_stats', 'oldest_ready_age', 'interval', 'oldest_ready_age is an interval');
 
 -- Behaviour -----------------------------------------------------------------------

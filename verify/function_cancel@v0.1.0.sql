@@ -1,0 +1,15 @@
+-- Verify brooq:function_cancel on pg
+-- Each statement fails (division by zero, or a missing object) when the change is not in place.
+
+begin;
+
+-- brooq.cancel(bigint): exists, SECURITY DEFINER with a pinned search_path, granted to brooq_admin only.
+select 1 / (p.prosecdef and p.proconfig = array['search_path=pg_catalog, pg_temp'])::int
+  from pg_catalog.pg_proc p where p.oid = 'brooq.cancel(bigint)'::regprocedure;
+select 1 / (count(*) = 0)::int from pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+ where p.oid = 'brooq.cancel(bigint)'::regprocedure and a.grantee = 0;
+select 1 / pg_catalog.has_function_privilege('brooq_admin', 'brooq.cancel(bigint)', 'execute')::int;
+select 1 / (not pg_catalog.has_function_privilege('brooq_producer', 'brooq.cancel(bigint)', 'execute'))::int;
+select 1 / (not pg_catalog.has_function_privilege('brooq_worker', 'brooq.cancel(bigint)', 'execute'))::int;
+
+rollback;

@@ -1,0 +1,13 @@
+-- Verify brooq:function_watch on pg
+-- Each statement fails (division by zero, or a missing object) when the change is not in place.
+
+begin;
+
+select 1 / (p.prosecdef and p.proconfig = array['search_path=pg_catalog, pg_temp'])::int
+  from pg_catalog.pg_proc p
+ where p.oid in ('brooq.watch(bigint)'::regprocedure, 'brooq.unwatch(bigint)'::regprocedure);
+select 1 / (count(*) = 0)::int from pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+ where p.oid in ('brooq.watch(bigint)'::regprocedure, 'brooq.unwatch(bigint)'::regprocedure) and a.grantee = 0;
+select 1 / pg_catalog.has_function_privilege('brooq_producer', 'brooq.watch(bigint)', 'execute')::int;
+
+rollback;
