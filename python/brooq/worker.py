@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import timedelta
 from types import FrameType
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import psycopg
 
@@ -51,13 +51,16 @@ from brooq.executors import AsyncRunner, ThreadPool, Waker
 from brooq.job import Job
 from brooq.leases import Leases
 from brooq.listener import Listener, backoff
-from brooq.metrics import Metrics, MetricsServer
+from brooq.nometrics import NoMetrics
 from brooq.outcome import Outcome, of_exception, of_return
 from brooq.producer import declare_topic
 from brooq.redact import one_line
 from brooq.rows import fields_row
 from brooq.settler import Settler
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+
+if TYPE_CHECKING:
+    from brooq.metrics import Metrics, MetricsServer
 
 log = logging.getLogger("brooq.worker")
 
@@ -75,6 +78,15 @@ class Reaped(NamedTuple):
 
     id: int
     topic: str
+
+
+def _metrics(counts: Counters) -> Metrics | NoMetrics:
+    """Prometheus metrics when prometheus-client is installed (the extra brooq[metrics])."""
+    try:
+        from brooq.metrics import Metrics
+    except ImportError:
+        return NoMetrics()
+    return Metrics(counts)
 
 
 class Worker:
@@ -110,7 +122,7 @@ class Worker:
         assert c.name is not None
         self.name: str = c.name
         self._counts = Counters()
-        self.metrics = Metrics(self._counts)
+        self.metrics = _metrics(self._counts)
         self.metrics.slots.set(c.concurrency)
         self._handlers: dict[str, TopicHandler] = {}
         self._durations: dict[str, Any] = {}  # topic -> its histogram series (labels() takes a lock)
@@ -299,7 +311,11 @@ class Worker:
             self._capacity = self._concurrency
             self._claim_half = max(1, self._capacity // 2)
         if self.config.metrics_address is not None:
+            # validated at start: prometheus-client is installed
+            from brooq.metrics import Metrics, MetricsServer
+
             host, port = parse_address(self.config.metrics_address)
+            assert isinstance(self.metrics, Metrics)
             self._server = MetricsServer(self.metrics, self.health, host, port)
             self._server.start()
             log.info("worker %s: metrics on %s/metrics", self.name, self._server.url)
