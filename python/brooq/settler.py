@@ -33,6 +33,12 @@ from brooq.rows import fields_row
 
 log = logging.getLogger("brooq.worker")
 
+
+def log_extra(job: Job, event: str) -> dict[str, Any]:
+    """Attributes of a log record about a job, for filters: record.brooq_job (the id),
+    record.brooq_topic, record.brooq_event (failed, retry, dead)."""
+    return {"brooq_job": job.id, "brooq_topic": job.topic, "brooq_event": event}
+
 Conn = psycopg.Connection[Any]
 
 
@@ -200,5 +206,9 @@ class Settler:
                 counts.lease_lost += 1
             elif state == "done":
                 counts.settled["done"] += 1
+            elif state == "dead":
+                counts.settled["dead"] += 1
+                log.error("job %d (%s) is dead after attempt %d/%d: %s", job.id, job.topic,
+                          job.attempt, job.max_attempts, p.outcome.error, extra=log_extra(job, "dead"))
             else:
-                counts.settled["dead" if state == "dead" else p.outcome.outcome] += 1
+                counts.settled[p.outcome.outcome] += 1

@@ -56,7 +56,8 @@ from brooq.outcome import Outcome, of_exception, of_return
 from brooq.producer import declare_topic
 from brooq.redact import one_line
 from brooq.rows import fields_row
-from brooq.settler import Settler
+from brooq.settler import Settler, log_extra
+from brooq.signals import HandlerSignal
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 
 if TYPE_CHECKING:
@@ -620,10 +621,19 @@ class Worker:
         self._waker.wake()
 
     def _failed(self, att: Attempt, exc: BaseException) -> Outcome:
+        """The outcome of a handler's exception. An error (not a signal such as Retry) is
+        logged at ERROR with its stack: with no logging configured, Python prints it on
+        stderr (logging.lastResort), so a failing handler is never silent."""
         outcome = of_exception(exc)
-        if outcome.outcome == "failed" and not att.job.canceled.is_set():
-            log.info("job %d (%s) attempt %d/%d failed: %s", att.job.id, att.job.topic,
-                     att.job.attempt, att.job.max_attempts, outcome.error, exc_info=exc)
+        job = att.job
+        if outcome.outcome == "failed" and not job.canceled.is_set():
+            if isinstance(exc, HandlerSignal):
+                log.info("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
+                         job.max_attempts, outcome.error, extra=log_extra(job, "retry"))
+            else:
+                log.error("job %d (%s) attempt %d/%d failed: %s", job.id, job.topic, job.attempt,
+                          job.max_attempts, outcome.error, exc_info=exc,
+                          extra=log_extra(job, "failed"))
         return outcome
 
     def _drain(self, now: float) -> None:

@@ -384,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
                    help="live line in a terminal, log lines in a pipe (auto), or off")
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO",
-                   help="the worker's log messages on stderr (default INFO: one line per failed attempt)")
+                   help="the worker's log messages on stderr (default INFO; failed attempts and dead "
+                        "jobs are ERROR, with the stack)")
     p.set_defaults(func=cmd_worker, parser=p)
 
     p = sub.add_parser("enqueue", parents=[dsn], help="enqueue one job")
