@@ -109,10 +109,7 @@ class Settler:
             self.settle(conn)
             return None
         try:
-            with conn.pipeline():
-                settling = conn.cursor(row_factory=self._settled_rows).execute(
-                    queries.SETTLE_MANY, self._settle_many_args(plain))
-                claiming = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, claim_args)
+            settling, claiming = self._pipeline(conn, claim_args, plain)
             settled = settling.fetchall()
             claimed = claiming.fetchall()
         except psycopg.Error as exc:
@@ -124,6 +121,30 @@ class Settler:
         self._settled(plain, dict(settled))
         self._outbox = [p for p in self._outbox if p.chained]
         return claimed
+
+    def _pipeline(self, conn: Conn, claim_args: list[Any],
+                  plain: list[Pending]) -> tuple[psycopg.Cursor[Settled], psycopg.Cursor[Job]]:
+        """settle_many and claim sent in one pipeline; the first error raised once.
+
+        An error inside the block (a lost connection shows there first) is kept and
+        raised after the block: leaving the block with it would make psycopg log
+        "error ignored terminating <psycopg.Pipeline [BAD]>" when the pipeline's own
+        exit fails on the same dead connection."""
+        failure: psycopg.Error | None = None
+        try:
+            with conn.pipeline():
+                try:
+                    settling = conn.cursor(row_factory=self._settled_rows).execute(
+                        queries.SETTLE_MANY, self._settle_many_args(plain))
+                    claiming = conn.cursor(row_factory=self._job_rows).execute(
+                        queries.CLAIM, claim_args)
+                except psycopg.Error as exc:
+                    failure = exc
+        except psycopg.Error as exc:
+            raise failure or exc from None
+        if failure is not None:
+            raise failure
+        return settling, claiming
 
     def _settle_chained(self, conn: Conn) -> None:
         while self._outbox:
