@@ -22,6 +22,7 @@ from brooq.config import WorkerConfig, parse_duration
 from brooq.errors import (
     BrooqError,
     ConfigError,
+    ConnectError,
     InvalidArgument,
     KeyBusy,
     PayloadTooLarge,
@@ -50,6 +51,7 @@ __all__ = [
     "Cancel",
     "Canceled",
     "ConfigError",
+    "ConnectError",
     "Enqueued",
     "HandlerSignal",
     "InvalidArgument",

@@ -59,6 +59,12 @@ class KeyBusy(BrooqError):
     same (topic, idempotency key), longer than the setting brooq.key_wait (default 5s)."""
 
 
+class ConnectError(BrooqError):
+    """A worker could not connect at start (a wrong host, port, database name, user or
+    password, or a server that is not up): it stops instead of retrying. Once it has
+    connected, a lost connection is retried, never raised."""
+
+
 class ConfigError(BrooqError):
     """A worker configuration with problems; ``.problems`` lists every one of them."""
 

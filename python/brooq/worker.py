@@ -46,11 +46,18 @@ from brooq.attempt import QUEUED, SKIPPED, STARTED, Attempt, TopicHandler
 from brooq.compat import check_schema
 from brooq.config import WorkerConfig, format_duration, parse_address
 from brooq.counters import Counters
-from brooq.errors import FATAL_SQLSTATES, BrooqError, ConfigError, PermissionDenied, translate
+from brooq.errors import (
+    FATAL_SQLSTATES,
+    BrooqError,
+    ConfigError,
+    ConnectError,
+    PermissionDenied,
+    translate,
+)
 from brooq.executors import AsyncRunner, ThreadPool, Waker
 from brooq.job import Job
 from brooq.leases import Leases
-from brooq.listener import Listener, backoff
+from brooq.listener import RECONNECT_MAX, Listener, backoff
 from brooq.nometrics import NoMetrics
 from brooq.outcome import Outcome, of_exception, of_return
 from brooq.producer import declare_topic
@@ -72,6 +79,10 @@ GATHER_GAP = 0.0005  # seconds: a claim waits this long after the last finished 
 GATHER_MAX = 0.002  # ...and at most this long after the first (see Worker._claim_at)
 MAX_SLEEP = 1.0  # the loop turns at least this often (health, stop requests)
 REAP_BATCH = 1000
+REMIND_EVERY = 60.0  # seconds between "still no database connection" warnings
+CONNECT_HINT = ("check the DSN (brooq.Worker(dsn), --dsn or BROOQ_DSN): host, port, database "
+                "name, user and password, and that the server is up; a worker that has never "
+                "connected does not retry")
 
 
 class Reaped(NamedTuple):
@@ -139,6 +150,9 @@ class Worker:
         self._conn: psycopg.Connection[Any] | None = None
         self._declared = False
         self._failures = 0
+        self._connected_once = False  # before: a failure to connect is a configuration error
+        self._lost_at = 0.0  # when the connection was lost (monotonic), while it is
+        self._next_reminder = 0.0
         self._next_connect = 0.0
         self._more = True
         self._next_poll = 0.0
@@ -280,8 +294,8 @@ class Worker:
             self._closing.set()
             self._stop_services()
             self._restore_signals(previous)
-        if self._fatal is not None:
-            raise self._fatal
+        if self._fatal is not None:  # a configuration problem: retrying cannot help
+            raise self._fatal.with_traceback(None)  # its line, not the loop's frames
 
     def _install_signals(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
@@ -454,6 +468,11 @@ class Worker:
         try:
             conn = psycopg.connect(self.config.dsn, **self._connect_kwargs())
         except psycopg.Error as exc:
+            if not self._connected_once:  # the DSN is wrong, or the server is not up
+                self._fatal = ConnectError(
+                    f"cannot connect to the database: {one_line(exc, 300) or type(exc).__name__}"
+                    f" (hint: {CONNECT_HINT})", hint=CONNECT_HINT)
+                return
             self._lost_connection(exc)
             return
         try:
@@ -468,8 +487,10 @@ class Worker:
             self._lost_connection(exc)
             return
         self._conn = conn  # connected, topics declared
+        self._connected_once = True
         if self._failures:
-            log.warning("worker %s: reconnected to the database", self.name)
+            log.info("worker %s: reconnected to the database after %.1fs", self.name,
+                     time.monotonic() - self._lost_at)
         self._failures = 0
         self._leases.renew_soon(time.monotonic())  # leases may have run short while we were away
         self._more = True
@@ -497,8 +518,21 @@ class Worker:
             return
         self._failures += 1
         delay = backoff(self._failures) * random.uniform(0.5, 1.0)
-        log.warning("worker %s: database unavailable (%s); retrying in %.1fs", self.name,
-                    one_line(exc, 300) or type(exc).__name__, delay)
+        now = time.monotonic()
+        reason = one_line(exc, 300) or type(exc).__name__
+        if self._failures == 1:  # said once; then a reminder every REMIND_EVERY
+            self._lost_at = now
+            self._next_reminder = now + REMIND_EVERY
+            log.warning("worker %s: lost the database connection (%s); reconnecting with "
+                        "backoff (up to %.0fs between tries), handlers keep running", self.name,
+                        reason, RECONNECT_MAX)
+        elif now >= self._next_reminder:
+            self._next_reminder = now + REMIND_EVERY
+            log.warning("worker %s: still no database connection after %.0fs (%s)", self.name,
+                        now - self._lost_at, reason)
+        else:
+            log.debug("worker %s: reconnect failed (%s); retrying in %.1fs", self.name, reason,
+                      delay)
         if self._conn is not None:
             with contextlib.suppress(Exception):  # closing a broken connection may fail too
                 self._conn.close()

@@ -137,22 +137,28 @@ class Progress:
         self._thread.start()
         return self
 
-    def stop(self) -> Reading | None:
-        """Stop the thread and leave the last reading on screen (or in the log)."""
+    def stop(self, *, show: bool = True) -> Reading | None:
+        """Stop the thread and leave the last reading on screen (or in the log); with
+        show=False, only clear the live line."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
         reading = self.read()
-        if reading is not None:
+        if reading is not None and show:
             self._show(reading, final=True)
+        elif self.live and self._shown:
+            with self._lock:
+                self.stream.write("\r\x1b[2K")
+                self.stream.flush()
+                self._shown = False
         return reading
 
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.stop(show=exc_type is None)  # a worker that failed to start ran nothing to show
 
     def read(self) -> Reading | None:
         """Take one snapshot now; None when the worker cannot give one yet."""
