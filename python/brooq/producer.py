@@ -15,7 +15,7 @@ import psycopg
 from psycopg.rows import class_row, scalar_row
 
 from brooq import queries
-from brooq.errors import InvalidArgument, KeyBusy, mapped
+from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
 from brooq.payload import jsonb
 
 Conn = psycopg.Connection[Any]
@@ -73,7 +73,7 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     to the database clock, not to this machine's.
     """
     try:
-        with mapped():
+        with mapped(PRODUCER, conn):
             row = conn.cursor(row_factory=class_row(Enqueued)).execute(
                 queries.ENQUEUE, [topic, jsonb(payload), key, at, priority, delay]).fetchone()
     except KeyBusy as exc:
@@ -98,7 +98,7 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
     if keys is not None:
         keys = list(keys)
     try:
-        with mapped():
+        with mapped(PRODUCER, conn):
             return conn.cursor(row_factory=class_row(Enqueued)).execute(
                 queries.ENQUEUE_MANY, [topic, values, keys, at, priority, delay]).fetchall()
     except KeyBusy as exc:
@@ -111,14 +111,14 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
                   retention: timedelta = timedelta(days=30),
                   max_payload_bytes: int = 1 << 20, notify: bool = True) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin)."""
-    with mapped():
+    with mapped(ADMIN, conn):
         conn.execute(queries.DECLARE_TOPIC, [name, max_attempts, backoff_base, backoff_max,
                                              retention, max_payload_bytes, notify])
 
 
 def cancel(conn: Conn, job_id: int) -> bool:
     """Cancel a job that is not finished; False when it is terminal or unknown (needs brooq_admin)."""
-    with mapped():
+    with mapped(ADMIN, conn):
         canceled = conn.cursor(row_factory=scalar_row).execute(queries.CANCEL, [job_id]).fetchone()
     return bool(canceled)
 
@@ -131,11 +131,11 @@ def get_job(conn: Conn, job_id: int) -> JobFate | None:
     """
     if job_id is None:
         raise InvalidArgument("job_id must not be None")
-    with mapped():
+    with mapped(PRODUCER, conn):
         return conn.cursor(row_factory=class_row(JobFate)).execute(queries.GET_JOB, [job_id]).fetchone()
 
 
 def topic_stats(conn: Conn) -> list[TopicStats]:
     """Depth and lag of every topic (brooq.topic_stats), ordered by topic."""
-    with mapped():
+    with mapped(WORKER, conn):
         return conn.cursor(row_factory=class_row(TopicStats)).execute(queries.TOPIC_STATS).fetchall()

@@ -106,6 +106,23 @@ select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, no
  where name = %s::text
 """
 
+# `brooq deploy` failed: what the deploying role lacks (docs/security.md, "Deploying
+# with a non-superuser owner"). Ownership comes with membership in the owner.
+DEPLOY_RIGHTS: LiteralString = """
+select r.rolname as role, r.rolsuper as superuser, current_database() as database,
+       has_database_privilege(current_database(), 'create') as can_create,
+       r.rolcreaterole
+       or (select count(*) filter (where pg_has_role(r.oid, oid, 'member with admin option'))
+             from pg_catalog.pg_roles where rolname in ('brooq_producer', 'brooq_worker')) = 2
+           as can_grant_roles,
+       coalesce((select pg_has_role(nspowner, 'member') from pg_catalog.pg_namespace
+                  where nspname = 'brooq'), true) as owns_brooq,
+       coalesce((select pg_has_role(nspowner, 'member') from pg_catalog.pg_namespace
+                  where nspname = 'sqitch'), true) as owns_sqitch
+  from pg_catalog.pg_roles r
+ where r.rolname = current_user
+"""
+
 # `brooq demo`. Its enqueue statements are shown to the user and run by psql, so they
 # are rendered with their values (psycopg.ClientCursor.mogrify) before they are sent.
 DEMO_DECLARE_TOPIC: LiteralString = (

@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from brooq import queries
 from brooq.attempt import Attempt, Pending
 from brooq.counters import Counters
-from brooq.errors import FATAL_SQLSTATES, refused, translate
+from brooq.errors import FATAL_SQLSTATES, PRODUCER, refused, translate, who
 from brooq.job import Chained, Job
 from brooq.outcome import Outcome, describe
 from brooq.payload import to_json
@@ -205,7 +205,7 @@ class Settler:
         except psycopg.Error as exc:
             if not refused(exc):
                 raise
-            error = translate(exc) or exc
+            error = translate(exc, PRODUCER, who(conn)) or exc  # chained: an enqueue
             log.warning("job %d: chained jobs refused (%s); the attempt fails", p.attempt.job.id, error)
             p.outcome = Outcome("failed", describe(error, "chain: "))
             p.chained = []

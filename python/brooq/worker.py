@@ -48,11 +48,13 @@ from brooq.config import WorkerConfig, format_duration, parse_address
 from brooq.counters import Counters
 from brooq.errors import (
     FATAL_SQLSTATES,
+    WORKER,
     BrooqError,
     ConfigError,
     ConnectError,
     PermissionDenied,
     translate,
+    who,
 )
 from brooq.executors import AsyncRunner, ThreadPool, Waker
 from brooq.job import Job
@@ -381,7 +383,7 @@ class Worker:
                     self._turn(self._conn, now)
                 except psycopg.Error as exc:
                     if exc.sqlstate in FATAL_SQLSTATES:  # unknown topic, missing rights
-                        self._fatal = translate(exc) or exc
+                        self._fatal = translate(exc, WORKER, who(self._conn)) or exc
                         log.error("worker %s: %s", self.name, self._fatal)
                         return
                     self._lost_connection(exc)

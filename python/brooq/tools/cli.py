@@ -25,7 +25,7 @@ from psycopg.rows import class_row, scalar_row
 
 from brooq import config, producer, queries
 from brooq._version import __version__
-from brooq.errors import BrooqError, ConfigError
+from brooq.errors import ADMIN, BrooqError, ConfigError, mapped
 from brooq.producer import JobFate
 from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
@@ -192,7 +192,7 @@ def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_pause(args: argparse.Namespace, out: TextIO) -> int:
     pause = args.command == "pause"
-    with connect(args) as conn:
+    with connect(args) as conn, mapped(ADMIN, conn):
         changed = conn.cursor(row_factory=scalar_row).execute(
             queries.PAUSE_TOPIC if pause else queries.RESUME_TOPIC, [args.topic]).fetchone()
     if pause:
