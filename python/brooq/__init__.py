@@ -16,6 +16,7 @@ Worker side::
 See docs/python-guide.md.
 """
 
+from brooq import aio
 from brooq._version import __version__
 from brooq.compat import SchemaMismatch, schema_version
 from brooq.config import WorkerConfig, parse_duration
@@ -71,6 +72,7 @@ __all__ = [
     "WorkerConfig",
     "WorkerSnapshot",
     "__version__",
+    "aio",
     "cancel",
     "declare_topic",
     "enqueue",

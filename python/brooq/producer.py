@@ -72,17 +72,46 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     both) keep the job from being claimed before that instant; ``delay`` is added
     to the database clock, not to this machine's.
     """
+    _sync(conn, "enqueue")
     try:
         with mapped(PRODUCER, conn):
             row = conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE, [topic, jsonb(payload), key, at, priority, delay]).fetchone()
+                queries.ENQUEUE, enqueue_args(topic, payload, key, at, delay, priority)).fetchone()
     except KeyBusy as exc:
-        raise _key_busy(topic, f"idempotency key {(key or '')[:40]!r}") from exc.__cause__
+        raise key_busy(topic, f"idempotency key {(key or '')[:40]!r}") from exc.__cause__
     assert row is not None  # brooq.enqueue returns exactly one row
     return row
 
 
-def _key_busy(topic: str, what: str) -> KeyBusy:
+def enqueue_args(topic: str, payload: Any, key: str | None, at: datetime | None,
+                 delay: timedelta | None, priority: int) -> list[Any]:
+    """The parameters of queries.ENQUEUE (shared with brooq.aio)."""
+    return [topic, jsonb(payload), key, at, priority, delay]
+
+
+def enqueue_many_args(topic: str, payloads: Iterable[Any], keys: Sequence[str | None] | None,
+                      at: datetime | None, delay: timedelta | None, priority: int) -> list[Any]:
+    """The parameters of queries.ENQUEUE_MANY (shared with brooq.aio)."""
+    return [topic, [jsonb(p) for p in payloads], None if keys is None else list(keys), at,
+            priority, delay]
+
+
+def declare_topic_args(name: str, max_attempts: int, backoff_base: timedelta,
+                       backoff_max: timedelta, retention: timedelta, max_payload_bytes: int,
+                       notify: bool) -> list[Any]:
+    """The parameters of queries.DECLARE_TOPIC (shared with brooq.aio)."""
+    return [name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify]
+
+
+def _sync(conn: Any, helper: str) -> None:
+    """A clear error for an AsyncConnection given to a sync helper (it would fail later,
+    with "'coroutine' object has no attribute 'fetchone'")."""
+    if isinstance(conn, psycopg.AsyncConnection):
+        raise TypeError(f"brooq.{helper} takes a psycopg.Connection; on a psycopg.AsyncConnection "
+                        f"use: from brooq import aio; await aio.{helper}(conn, ...)")
+
+
+def key_busy(topic: str, what: str) -> KeyBusy:
     """55P03 from enqueue, saying which key: PostgreSQL's own message cannot."""
     return KeyBusy(f"{what} of topic {topic[:200]!r} is held by another transaction's "
                    "uncommitted enqueue, longer than brooq.key_wait", sqlstate="55P03",
@@ -94,15 +123,14 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
                  keys: Sequence[str | None] | None = None, at: datetime | None = None,
                  delay: timedelta | None = None, priority: int = 0) -> list[Enqueued]:
     """Enqueue many jobs of one topic in one statement; results in input order."""
-    values = [jsonb(p) for p in payloads]
-    if keys is not None:
-        keys = list(keys)
+    _sync(conn, "enqueue_many")
+    args = enqueue_many_args(topic, payloads, keys, at, delay, priority)
     try:
         with mapped(PRODUCER, conn):
             return conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE_MANY, [topic, values, keys, at, priority, delay]).fetchall()
+                queries.ENQUEUE_MANY, args).fetchall()
     except KeyBusy as exc:
-        raise _key_busy(topic, "an idempotency key of the batch") from exc.__cause__
+        raise key_busy(topic, "an idempotency key of the batch") from exc.__cause__
 
 
 def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
@@ -111,13 +139,15 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
                   retention: timedelta = timedelta(days=30),
                   max_payload_bytes: int = 1 << 20, notify: bool = True) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin)."""
+    _sync(conn, "declare_topic")
     with mapped(ADMIN, conn):
-        conn.execute(queries.DECLARE_TOPIC, [name, max_attempts, backoff_base, backoff_max,
-                                             retention, max_payload_bytes, notify])
+        conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
+            name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify))
 
 
 def cancel(conn: Conn, job_id: int) -> bool:
     """Cancel a job that is not finished; False when it is terminal or unknown (needs brooq_admin)."""
+    _sync(conn, "cancel")
     with mapped(ADMIN, conn):
         canceled = conn.cursor(row_factory=scalar_row).execute(queries.CANCEL, [job_id]).fetchone()
     return bool(canceled)
@@ -129,6 +159,7 @@ def get_job(conn: Conn, job_id: int) -> JobFate | None:
     Reads the view brooq.jobs, which brooq_producer, brooq_worker and brooq_admin
     may read (the table brooq.job itself is private).
     """
+    _sync(conn, "get_job")
     if job_id is None:
         raise InvalidArgument("job_id must not be None")
     with mapped(PRODUCER, conn):
@@ -137,5 +168,6 @@ def get_job(conn: Conn, job_id: int) -> JobFate | None:
 
 def topic_stats(conn: Conn) -> list[TopicStats]:
     """Depth and lag of every topic (brooq.topic_stats), ordered by topic."""
+    _sync(conn, "topic_stats")
     with mapped(WORKER, conn):
         return conn.cursor(row_factory=class_row(TopicStats)).execute(queries.TOPIC_STATS).fetchall()
