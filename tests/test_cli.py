@@ -487,3 +487,27 @@ def test_worker_bad_configuration_lists_every_problem(db: str, worker_app: Path)
     assert done.stderr.startswith("brooq: error: invalid worker configuration: ")
     assert "lease" in done.stderr and "BROOQ_POLL_INTERVAL" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+RUN_AT_IMPORT = """
+    import brooq
+
+    worker = brooq.Worker()
+
+    @worker.handler("cli.echo")
+    def echo(job: brooq.Job) -> None:
+        pass
+
+    worker.run()  # at module level: runs as soon as it is imported
+"""
+
+
+def test_worker_of_a_module_that_runs_it_at_import_says_so_in_one_line(db: str, tmp_path: Path) -> None:
+    # Before, the worker ran inside the import; SIGINT then ended in a raw traceback
+    # (RuntimeError: a worker runs once).
+    (tmp_path / "runsatimport.py").write_text(textwrap.dedent(RUN_AT_IMPORT))
+    done = brooq("worker", "runsatimport:worker", dsn=db, cwd=tmp_path, timeout=20)
+    assert (done.returncode, done.stderr) == (1, (
+        "brooq: error: module 'runsatimport' runs worker.run() as it is imported, and `brooq worker "
+        "runsatimport:worker` runs the worker itself: put worker.run() under "
+        "`if __name__ == \"__main__\":`\n"))

@@ -68,6 +68,11 @@ class ConnectError(BrooqError):
     connected, a lost connection is retried, never raised."""
 
 
+class RunAtImport(BrooqError):
+    """`brooq worker MODULE:OBJECT` imported a module that runs its worker as it is
+    imported: the command runs the worker itself."""
+
+
 class ConfigError(BrooqError):
     """A worker configuration with problems; ``.problems`` lists every one of them."""
 

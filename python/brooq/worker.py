@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import inspect
 import logging
@@ -33,7 +34,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -53,6 +54,7 @@ from brooq.errors import (
     ConfigError,
     ConnectError,
     PermissionDenied,
+    RunAtImport,
     translate,
     who,
 )
@@ -92,6 +94,22 @@ class Reaped(NamedTuple):
 
     id: int
     topic: str
+
+
+# Set while `brooq worker MODULE:OBJECT` imports MODULE: a worker.run() then would run
+# the worker inside the import, before the command could (see loading()).
+_loading: contextvars.ContextVar[str | None] = contextvars.ContextVar("brooq_loading", default=None)
+
+
+@contextlib.contextmanager
+def loading(spec: str) -> Iterator[None]:
+    """Within this block (a tool importing the module of ``spec``), Worker.run() raises
+    RunAtImport instead of running."""
+    token = _loading.set(spec)
+    try:
+        yield
+    finally:
+        _loading.reset(token)
 
 
 def _metrics(counts: Counters) -> Metrics | NoMetrics:
@@ -280,6 +298,11 @@ class Worker:
 
     def run(self) -> None:
         """Work until stop() or SIGTERM/SIGINT (handled when called in the main thread)."""
+        if (spec := _loading.get()) is not None:
+            module = spec.partition(":")[0]
+            raise RunAtImport(
+                f"module {module!r} runs worker.run() as it is imported, and `brooq worker {spec}` "
+                "runs the worker itself: put worker.run() under `if __name__ == \"__main__\":`")
         if self._started:
             raise RuntimeError("a worker runs once")
         if not self._handlers:

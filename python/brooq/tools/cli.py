@@ -269,7 +269,9 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     # The options reach the brooq.Worker the module makes as it is imported: they win
     # over the values the module gives in code, and over BROOQ_* variables.
     given = {f.name: getattr(args, f.name, None) for f in config.SETTINGS}
-    with config.command_line(given):
+    from brooq.worker import loading
+
+    with config.command_line(given), loading(args.worker):
         worker = load_worker(args.worker)
     mode = args.progress
     live = {"auto": None, "live": True, "log": False, "off": False}[mode]
