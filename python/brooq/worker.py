@@ -271,11 +271,13 @@ class Worker:
 
     def snapshot(self) -> WorkerSnapshot:
         """The worker's counters now (cheap; for progress displays)."""
+        queued = self._queued  # claimed, not started: not "in flight" (handlers running now)
         topics = {t: c.snapshot() for t, c in list(self._counts.topics.items())}
         totals = {f.name: sum(getattr(t, f.name) for t in topics.values())
                   for f in dataclasses.fields(TopicSnapshot)}
         return WorkerSnapshot(
-            name=self.name, **totals, in_flight=len(self._running), started_at=self._started_at,
+            name=self.name, **totals, in_flight=len(self._running) - queued, prefetched=queued,
+            started_at=self._started_at,
             connected=self._conn is not None, stopping=self._stop_requested, topics=topics)
 
     @property

@@ -41,6 +41,8 @@ class Counters(Protocol):
     @property
     def in_flight(self) -> int: ...
     @property
+    def prefetched(self) -> int: ...
+    @property
     def connected(self) -> bool: ...
     @property
     def stopping(self) -> bool: ...
@@ -68,7 +70,10 @@ def format_line(r: Reading) -> str:
             f" | dead {c.dead} | canceled {c.canceled}")
     if c.lease_lost:
         line += f" | lease lost {c.lease_lost}"
-    line += f" | in flight {c.in_flight} | {format_elapsed(r.elapsed)}"
+    line += f" | in flight {c.in_flight}"
+    if c.prefetched:
+        line += f" (+{c.prefetched} prefetched)"
+    line += f" | {format_elapsed(r.elapsed)}"
     if c.stopping:
         line += " | stopping"
     elif not c.connected:
@@ -133,6 +138,11 @@ class Progress:
 
     def start(self) -> Self:
         self._started = time.monotonic()
+        try:  # the rate's first point: the first line shows the rate since start, not 0
+            at_start = settled(self.snapshot())
+        except Exception:  # noqa: BLE001 - a worker still starting has counted nothing
+            at_start = 0
+        self.rates.add(self._started, at_start)
         self._thread = threading.Thread(target=self._loop, name="brooq-progress", daemon=True)
         self._thread.start()
         return self
