@@ -41,6 +41,7 @@ from brooq.producer import (
     enqueue,
     enqueue_many,
     get_job,
+    list_jobs,
     topic_stats,
 )
 from brooq.signals import Cancel, HandlerSignal, PreserveAttempt, Retry
@@ -78,6 +79,7 @@ __all__ = [
     "enqueue",
     "enqueue_many",
     "get_job",
+    "list_jobs",
     "parse_duration",
     "schema_version",
     "topic_stats",

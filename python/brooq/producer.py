@@ -166,6 +166,24 @@ def get_job(conn: Conn, job_id: int) -> JobFate | None:
         return conn.cursor(row_factory=class_row(JobFate)).execute(queries.GET_JOB, [job_id]).fetchone()
 
 
+STATES = ("pending", "processing", "failed", "done", "dead", "canceled")
+
+
+def list_jobs(conn: Conn, *, topic: str | None = None, states: Sequence[str] | None = None,
+              limit: int = 50) -> list[JobFate]:
+    """Jobs newest first (highest id), at most ``limit`` (1 to 10000), of one ``topic``
+    and in ``states`` when given: e.g. the dead ones with their last_error."""
+    _sync(conn, "list_jobs")
+    if not 1 <= limit <= 10000:
+        raise InvalidArgument(f"limit {limit} is not between 1 and 10000")
+    if states is not None and (bad := sorted(set(states) - set(STATES))):
+        raise InvalidArgument(f"unknown state {bad[0][:40]!r}: one of {', '.join(STATES)}")
+    with mapped(PRODUCER, conn):
+        return conn.cursor(row_factory=class_row(JobFate)).execute(queries.LIST_JOBS, {
+            "topic": topic, "states": None if states is None else list(states),
+            "limit": limit}).fetchall()
+
+
 def topic_stats(conn: Conn) -> list[TopicStats]:
     """Depth and lag of every topic (brooq.topic_stats), ordered by topic."""
     _sync(conn, "topic_stats")

@@ -45,6 +45,17 @@ select id, topic, state, attempts, max_attempts, priority, last_error, result, p
  where id = %s::bigint
 """
 
+# `brooq jobs` and brooq.list_jobs: newest first, each filter off when NULL.
+LIST_JOBS: LiteralString = """
+select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
+       idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until
+  from brooq.jobs
+ where (%(topic)s::text is null or topic = %(topic)s::text)
+   and (%(states)s::text[] is null or state = any(%(states)s::text[]))
+ order by id desc
+ limit %(limit)s::integer
+"""
+
 TOPIC_STATS: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age
   from brooq.topic_stats
