@@ -7,12 +7,15 @@ job: state, attempts, lease token, holder, lease deadline, available_at and upda
 Lease tokens always come from claim's result; settles and heartbeats with stale tokens
 (of older claims, or of another worker) are part of the game and must change nothing.
 
-The only thing the model cannot predict is the backoff's jitter: a failed attempt's
-available_at is read back and checked to lie in [d/2, d] (SPEC.md section 4).
+The model cannot predict two things: the backoff's jitter (a failed attempt's
+available_at is read back and checked to lie in [d/2, d], SPEC.md section 4) and the
+lease token, random per claim call: it is taken from claim's answer and checked to
+be one token for the call and new to every job it takes.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -81,6 +84,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             super().__init__()
             self.now = EPOCH
             self.jobs: dict[int, Job] = {}
+            self.tokens: dict[int, set[int]] = defaultdict(set)  # every token each job was given
             conn.execute("delete from brooq.job")
             self.freeze()
 
@@ -123,8 +127,14 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                                 "worker => %s, topics => array[%s], max_jobs => %s, lease => %s)",
                                 [worker, TOPIC, max_jobs, lease]).fetchall()
             assert sorted(r[0] for r in rows) == sorted(j.id for j in ready)
+            # one random token per claim call, new to every job it takes
+            tokens = {r[2] for r in rows}
+            assert len(tokens) <= 1
             for j in ready:
-                j.state, j.attempts, j.token = "processing", j.attempts + 1, j.token + 1
+                token = rows[0][2]
+                assert token not in self.tokens[j.id], "a claim reused a token of this job"
+                self.tokens[j.id].add(token)
+                j.state, j.attempts, j.token = "processing", j.attempts + 1, token
                 j.locked_by, j.locked_until, j.updated_at = worker, self.now + lease, self.now
             got = {r[0]: r for r in rows}
             for j in ready:

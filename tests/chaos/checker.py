@@ -22,7 +22,7 @@ attempts_mismatch      attempts that disagree with the executions or the claims:
                        execution whose (lease token, attempt) matches no claim, a row
                        whose attempts differ from its claims minus preserves
 illegal_transition     a change of state that SPEC.md section 3 does not allow (out of
-                       a terminal state, a claim that does not add 1 to the token...)
+                       a terminal state, a claim that does not draw a token new to the job...)
 live_row_deleted       a row deleted while pending, failed or processing (purge)
 """
 
@@ -87,6 +87,7 @@ class _Claim:
     token: int
     attempts: int
     at: float
+    index: int  # the job's claims in order: 0, 1, 2... (tokens are random, not a count)
     end_kind: str | None = None  # reap, cancel, settle:<state>, deleted; None: still held
     end_at: float = math.inf
 
@@ -131,11 +132,12 @@ def _walk(job_id: int, ts: list[Transition], history: History, report: Report) -
         elif t.old_state in TERMINAL:
             report.flag("illegal_transition", f"{where}: a terminal state was overwritten")
         elif t.new_state == "processing":
-            if t.old_state not in READY or t.new_token != t.old_token + 1:
-                report.flag("illegal_transition", f"{where}: a claim must take a ready job and add 1 "
-                                                  f"to its token ({t.old_token}->{t.new_token})")
+            if (t.old_state not in READY or t.new_token is None or t.new_token == t.old_token
+                    or t.new_token in claims):
+                report.flag("illegal_transition", f"{where}: a claim must take a ready job and draw "
+                                                  f"a token new to it ({t.old_token}->{t.new_token})")
             if t.new_token is not None:
-                claims[t.new_token] = _Claim(t.new_token, t.attempts, t.at)
+                claims[t.new_token] = _Claim(t.new_token, t.attempts, t.at, len(claims))
         elif t.new_token != t.old_token:
             report.flag("illegal_transition", f"{where}: only a claim changes the token")
         elif t.old_state == "processing" and t.new_state == "pending":
@@ -218,8 +220,15 @@ def _end_of(e: Execution, history: History) -> float:
 def _check_executions(history: History, by_job: dict[int, list[Execution]],
                       claims: dict[int, dict[int, _Claim]], report: Report) -> None:
     for job_id, execs in by_job.items():
-        execs = sorted(execs, key=lambda e: (e.lease_token, e.started_at))
         job_claims = claims.get(job_id, {})
+        by_index = {c.index: c for c in job_claims.values()}
+
+        def order(e: Execution, claims_of: dict[int, _Claim] = job_claims) -> float:
+            """The execution's claim's place among the job's claims (unseen: last)."""
+            c = claims_of.get(e.lease_token)
+            return math.inf if c is None else c.index
+
+        execs = sorted(execs, key=lambda e: (order(e), e.started_at))
         row = history.jobs.get(job_id)
         for e in execs:
             if history.has_transitions:
@@ -227,15 +236,15 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
                 if claim is None or claim.attempts != e.attempt:
                     report.flag("attempts_mismatch", f"exec {e.exec_id} of job {job_id}: token "
                                                      f"{e.lease_token} attempt {e.attempt} matches no claim")
-            elif row is not None and (e.attempt > row.attempts or e.lease_token > row.lease_token):
-                report.flag("attempts_mismatch", f"exec {e.exec_id} of job {job_id}: attempt {e.attempt}, "
-                                                 f"token {e.lease_token} beyond the row's")
+            elif row is not None and e.attempt > row.attempts:
+                report.flag("attempts_mismatch", f"exec {e.exec_id} of job {job_id}: attempt {e.attempt} "
+                                                 "beyond the row's")
         # two executions at once
         for i, a in enumerate(execs):
             for b in execs[i + 1:]:
                 if not (a.started_at < _end_of(b, history) and b.started_at < _end_of(a, history)):
                     continue
-                first = a if a.lease_token <= b.lease_token else b
+                first = a if order(a) <= order(b) else b
                 claim = job_claims.get(first.lease_token)
                 if a.lease_token == b.lease_token or claim is None or claim.end_kind not in ("reap", "cancel"):
                     report.flag("overlap_unexplained", f"job {job_id}: exec {a.exec_id} (token {a.lease_token}) "
@@ -251,7 +260,8 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
                 continue
             if e.lease_token == first_token or not history.has_transitions:
                 continue
-            before = job_claims.get(e.lease_token - 1)
+            this = job_claims.get(e.lease_token)
+            before = by_index.get(this.index - 1) if this is not None else None
             if before is None or before.end_kind not in ("reap", "settle:failed"):
                 report.flag("reexec_unexplained",
                             f"job {job_id}: executed again under token {e.lease_token}, the claim before "
