@@ -533,8 +533,9 @@ class Worker:
             try:
                 self._declare(conn, h)
             except PermissionDenied:
-                log.warning("worker %s: no right to declare topic %s (brooq_admin); using the "
-                            "settings already in the database", self.name, h.topic)
+                # the usual split (docs/operations.md: topics are an admin's): not a warning
+                log.info("worker %s: topic %s: using the settings in the database (declaring "
+                         "them needs brooq_admin)", self.name, h.topic)
             except BrooqError as exc:
                 self._fatal = ConfigError([f"handler {h.topic!r}: {exc}"])
                 raise
