@@ -487,3 +487,84 @@ def test_worker_bad_configuration_lists_every_problem(db: str, worker_app: Path)
     assert done.stderr.startswith("brooq: error: invalid worker configuration: ")
     assert "lease" in done.stderr and "BROOQ_POLL_INTERVAL" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+RUN_AT_IMPORT = """
+    import brooq
+
+    worker = brooq.Worker()
+
+    @worker.handler("cli.echo")
+    def echo(job: brooq.Job) -> None:
+        pass
+
+    worker.run()  # at module level: runs as soon as it is imported
+"""
+
+
+def test_worker_of_a_module_that_runs_it_at_import_says_so_in_one_line(db: str, tmp_path: Path) -> None:
+    # Before, the worker ran inside the import; SIGINT then ended in a raw traceback
+    # (RuntimeError: a worker runs once).
+    (tmp_path / "runsatimport.py").write_text(textwrap.dedent(RUN_AT_IMPORT))
+    done = brooq("worker", "runsatimport:worker", dsn=db, cwd=tmp_path, timeout=20)
+    assert (done.returncode, done.stderr) == (1, (
+        "brooq: error: module 'runsatimport' runs worker.run() as it is imported, and `brooq worker "
+        "runsatimport:worker` runs the worker itself: put worker.run() under "
+        "`if __name__ == \"__main__\":`\n"))
+
+
+# --- jobs, --json, brooq alone ---------------------------------------------------------
+
+def make_jobs(dsn: str) -> dict[str, int]:
+    """Three jobs in mail (pending, dead with an error, done) and one in other."""
+    declare(dsn, "other")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('mail', max_attempts => 1)")
+        ids = {name: conn.execute("select id from brooq.enqueue(%s, '{}')", [topic]).fetchone()[0]
+               for name, topic in (("dead", "mail"), ("done", "mail"), ("pending", "mail"),
+                                   ("other", "other"))}
+        claimed = dict(conn.execute("select id, lease_token from brooq.claim('w', array['mail'], 2)"))
+        conn.execute("select brooq.settle(%s, 'w', %s, 'failed', 'NameError: name \"x\" is not defined')",
+                     [ids["dead"], claimed[ids["dead"]]])
+        conn.execute("select brooq.settle(%s, 'w', %s, 'done')", [ids["done"], claimed[ids["done"]]])
+    return ids
+
+
+def test_jobs_lists_the_dead_ones_of_a_topic_with_their_error(db: str) -> None:
+    ids = make_jobs(db)
+    done = brooq("jobs", "--topic", "mail", "--state", "dead", dsn=db)
+    assert done.returncode == 0, done.stderr
+    header, rule, row = done.stdout.splitlines()
+    assert header.split() == ["id", "topic", "state", "attempts", "updated", "last_error"]
+    assert row.split()[:4] == [str(ids["dead"]), "mail", "dead", "1/1"]
+    assert row.endswith('NameError: name "x" is not defined')
+    every = brooq("jobs", "--limit", "3", dsn=db)
+    assert [line.split()[0] for line in every.stdout.splitlines()[2:]] == [
+        str(ids["other"]), str(ids["pending"]), str(ids["done"])]  # newest first, 3 at most
+    two = brooq("jobs", "--state", "pending", "--state", "done", "--topic", "mail", dsn=db)
+    assert {line.split()[2] for line in two.stdout.splitlines()[2:]} == {"pending", "done"}
+    assert brooq("jobs", "--topic", "nothing", dsn=db).stdout == "no jobs match\n"
+    bad = brooq("jobs", "--state", "finished", dsn=db)
+    assert bad.returncode == 2 and "invalid choice: 'finished'" in bad.stderr
+
+
+def test_json_output_of_job_jobs_and_stats(db: str) -> None:
+    ids = make_jobs(db)
+    job = json.loads(brooq("job", str(ids["dead"]), "--json", dsn=db).stdout)
+    assert (job["id"], job["state"], job["attempts"], job["last_error"]) == (
+        ids["dead"], "dead", 1, 'NameError: name "x" is not defined')
+    assert job["created_at"].startswith("20") and "T" in job["created_at"]  # ISO 8601
+    jobs = json.loads(brooq("jobs", "--json", "--state", "dead", dsn=db).stdout)
+    assert [j["id"] for j in jobs] == [ids["dead"]]
+    stats = {s["topic"]: s for s in json.loads(brooq("stats", "--json", dsn=db).stdout)}
+    assert (stats["mail"]["pending"], stats["other"]["pending"]) == (1, 1)
+    assert isinstance(stats["mail"]["oldest_ready_age"], float)  # seconds
+
+
+def test_brooq_alone_prints_the_commands() -> None:
+    # Before: "brooq: error: the following arguments are required: COMMAND".
+    done = brooq()
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: brooq COMMAND [options]")
+    for command in ("worker", "enqueue", "job", "jobs", "stats", "cancel", "deploy", "demo"):
+        assert re.search(rf"^  {command} +\S", done.stderr, re.MULTILINE), command

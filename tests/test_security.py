@@ -337,3 +337,29 @@ def test_a_non_superuser_owner_deploys_and_runs_the_queue(server: Any, tmp_path:
     finally:
         server.drop_db(name)
         server.execute(sql.SQL("drop role {}").format(sql.Identifier(owner)))
+
+
+def test_the_cron_check_of_operations_md_needs_the_owner_not_a_brooq_admin(
+        cron_db: Conn, server: Any) -> None:
+    """docs/operations.md, pg_cron maintenance, step 4: who can run the check."""
+    doc = (ROOT / "docs" / "operations.md").read_text()
+    step = doc[doc.index("4. Check that the jobs run"):doc.index("pg_cron uses the real clock")]
+    check = step[step.index("```sql") + len("```sql"):step.index("```", step.index("```sql") + 6)]
+    assert "as the owner of the schema `brooq`" in step and "A `brooq_admin` cannot" in step
+    assert cron_db.execute(check).fetchall() is not None  # the owner (here a superuser) may
+    role = f"brooq_test_ops_{uuid.uuid4().hex[:6]}"
+    server.execute(sql.SQL("create role {} login").format(sql.Identifier(role)))
+    try:
+        server.execute(sql.SQL("grant brooq_admin to {}").format(sql.Identifier(role)))
+        with psycopg.connect(psycopg.conninfo.make_conninfo(cron_db.info.dsn, user=role),
+                             autocommit=True) as ops:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="schema cron"):
+                ops.execute(check)
+            cron_db.execute(sql.SQL("grant usage on schema cron to {}").format(sql.Identifier(role)))
+            assert ops.execute("select count(*) from cron.job where jobname like 'brooq_%'"
+                               ).fetchone() == (0,)  # the owner's jobs stay hidden from it
+        assert cron_db.execute("select count(*) from cron.job where jobname like 'brooq_%'"
+                               ).fetchone() == (2,)
+    finally:
+        cron_db.execute(sql.SQL("revoke usage on schema cron from {}").format(sql.Identifier(role)))
+        server.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))

@@ -4,6 +4,8 @@ settle or cancel; a running handler reports how far it got, carried by heartbeat
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -123,6 +125,9 @@ def test_a_handler_reports_progress_that_heartbeats_carry(db: str, conn: Conn) -
         assert fate.progress == {"fraction": 0.5, "message": "half way"}
         shown = conn.execute("select progress from brooq.in_flight where id = %s", [job.id]).fetchone()
         assert shown == ({"fraction": 0.5, "message": "half way"},)
+        line = subprocess.run([sys.executable, "-m", "brooq.tools.cli", "job", str(job.id), "--dsn", db],
+                              capture_output=True, text=True, check=True).stdout
+        assert 'progress={"message":"half way","fraction":0.5}' in line, line  # jsonb's key order
         release.set()
         assert (brooq.wait(conn, job.id, timeout=20) or fate).state == "done"
     with pytest.raises(ValueError, match="between 0 and 1"):

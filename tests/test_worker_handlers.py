@@ -399,7 +399,9 @@ def test_a_result_above_the_topics_limit_fails_only_its_own_attempt(db: str, con
         "larger than the 1048576 bytes allowed")
 
 
-def test_an_unreachable_database_is_retried_until_stop() -> None:
+def test_an_unreachable_database_at_start_stops_the_worker() -> None:
+    """A worker that never connected does not retry: the DSN is wrong, or the server is
+    not up (a lost connection after the first one is retried: test_worker_messages.py)."""
     from pgcluster import free_port
 
     worker = brooq.Worker(f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere", **FAST)
@@ -408,16 +410,11 @@ def test_an_unreachable_database_is_retried_until_stop() -> None:
     def never(job: brooq.Job) -> None:
         return None
 
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    time.sleep(1.0)  # several reconnection attempts
-    assert thread.is_alive()
-    assert worker.health() == "no database connection"
+    started = time.monotonic()
+    with pytest.raises(brooq.ConnectError, match="cannot connect to the database.*hint: check the DSN"):
+        worker.run()
+    assert time.monotonic() - started < 5
     assert not worker.snapshot().connected
-    stopped = time.monotonic()
-    worker.stop()
-    thread.join(timeout=10)
-    assert not thread.is_alive() and time.monotonic() - stopped < 3
 
 
 def test_async_handlers_see_cancellation(db: str, conn: Conn) -> None:

@@ -4,6 +4,8 @@ leases (heartbeat, losing a lease) and the listener (NOTIFY wake-ups)."""
 
 from __future__ import annotations
 
+import logging
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -228,3 +230,21 @@ def test_the_listener_reconnects_with_a_bounded_backoff(failures: int, seconds: 
     from brooq.listener import backoff
 
     assert backoff(failures) == pytest.approx(seconds)
+
+
+def test_a_lost_connection_in_settle_and_claim_raises_once_without_psycopg_noise(
+        db: str, conn: Conn, caplog: pytest.LogCaptureFixture) -> None:
+    attempt, = claim(conn, "t.lost", 1)
+    counters = Counters()
+    counters.add_topic("t.lost")
+    settler = Settler(WORKER, counters, release=Released())
+    settler.add(attempt, Outcome("done"))
+    with psycopg.connect(db, autocommit=True) as lost:
+        pid = lost.info.backend_pid
+        conn.execute("select pg_terminate_backend(%s)", [pid])
+        time.sleep(0.3)  # the server's goodbye is in the socket before the pipeline starts
+        with caplog.at_level(logging.DEBUG, logger="psycopg"), pytest.raises(psycopg.OperationalError):
+            settler.settle_and_claim(lost, [WORKER, ["t.lost"], 1, timedelta(seconds=30)])
+    noise = [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")]
+    assert noise == []  # was: "error ignored terminating <psycopg.Pipeline [BAD]>: ..."
+    assert len(settler) == 1  # nothing settled: the outcome waits for the next connection

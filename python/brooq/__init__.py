@@ -16,12 +16,14 @@ Worker side::
 See docs/python-guide.md.
 """
 
+from brooq import aio
 from brooq._version import __version__
 from brooq.compat import SchemaMismatch, schema_version
 from brooq.config import WorkerConfig, parse_duration
 from brooq.errors import (
     BrooqError,
     ConfigError,
+    ConnectError,
     InvalidArgument,
     KeyBusy,
     PayloadTooLarge,
@@ -39,6 +41,7 @@ from brooq.producer import (
     enqueue,
     enqueue_many,
     get_job,
+    list_jobs,
     topic_stats,
 )
 from brooq.signals import Cancel, HandlerSignal, PreserveAttempt, Retry
@@ -51,6 +54,7 @@ __all__ = [
     "Cancel",
     "Canceled",
     "ConfigError",
+    "ConnectError",
     "Enqueued",
     "HandlerSignal",
     "InvalidArgument",
@@ -70,11 +74,13 @@ __all__ = [
     "WorkerConfig",
     "WorkerSnapshot",
     "__version__",
+    "aio",
     "cancel",
     "declare_topic",
     "enqueue",
     "enqueue_many",
     "get_job",
+    "list_jobs",
     "parse_duration",
     "schema_version",
     "topic_stats",

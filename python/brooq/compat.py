@@ -13,7 +13,7 @@ import re
 import psycopg
 
 from brooq import queries
-from brooq.errors import BrooqError, mapped
+from brooq.errors import WORKER, BrooqError, mapped
 
 UPGRADE = "run `brooq deploy --dsn ...` (schema first, then workers; docs/operations.md, Upgrading)"
 
@@ -46,7 +46,7 @@ def schema_version(conn: psycopg.Connection[tuple[object, ...]]) -> str:
 def check_schema(conn: psycopg.Connection[tuple[object, ...]], package: str) -> str:
     """The schema's version; SchemaMismatch when this package cannot work with it."""
     try:
-        with mapped():  # 42501: a role without a brooq role may not even use the schema
+        with mapped(WORKER, conn):  # 42501: a role without a brooq role may not use the schema
             schema = schema_version(conn)
     except psycopg.errors.InvalidSchemaName as exc:  # 3F000: no schema brooq
         raise SchemaMismatch(

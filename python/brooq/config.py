@@ -26,6 +26,7 @@ from typing import Any
 
 import psycopg
 
+from brooq import nometrics
 from brooq.errors import ConfigError
 from brooq.redact import one_line
 
@@ -189,7 +190,10 @@ class WorkerConfig:
             except ValueError as exc:
                 problems.append(f"metrics_address: {exc}")
             else:
-                if not self.metrics_public and not is_loopback(host):
+                if not nometrics.available():
+                    problems.append(f"metrics_address: set, but prometheus-client is not installed; "
+                                    f"{nometrics.HINT}, or unset metrics_address")
+                elif not self.metrics_public and not is_loopback(host):
                     problems.append(f"metrics_address: {host} is not a loopback address, and /metrics "
                                     "and /healthz have no authentication; set metrics_public "
                                     "(BROOQ_METRICS_PUBLIC=true) to serve them there anyway")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 
@@ -28,10 +29,12 @@ def refused(exc: psycopg.Error) -> bool:
 class BrooqError(Exception):
     """Base class of every brooq error."""
 
-    def __init__(self, message: str, *, sqlstate: str | None = None, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, sqlstate: str | None = None, hint: str | None = None,
+                 reason: str | None = None) -> None:
         super().__init__(message)
         self.sqlstate = sqlstate
         self.hint = hint
+        self.reason = reason or message  # the message without its hint
 
 
 class UnknownTopic(BrooqError):
@@ -59,6 +62,17 @@ class KeyBusy(BrooqError):
     same (topic, idempotency key), longer than the setting brooq.key_wait (default 5s)."""
 
 
+class ConnectError(BrooqError):
+    """A worker could not connect at start (a wrong host, port, database name, user or
+    password, or a server that is not up): it stops instead of retrying. Once it has
+    connected, a lost connection is retried, never raised."""
+
+
+class RunAtImport(BrooqError):
+    """`brooq worker MODULE:OBJECT` imported a module that runs its worker as it is
+    imported: the command runs the worker itself."""
+
+
 class ConfigError(BrooqError):
     """A worker configuration with problems; ``.problems`` lists every one of them."""
 
@@ -79,25 +93,47 @@ BY_SQLSTATE: dict[str, type[BrooqError]] = {
 }
 
 
-def translate(exc: psycopg.Error) -> BrooqError | None:
-    """The brooq error for a psycopg error, or None when its SQLSTATE is not brooq's."""
+# The brooq roles (docs/security.md): who may call what. A caller that knows which
+# function it called says which role grants it, so that a 42501 names the fix.
+PRODUCER, WORKER, ADMIN = "brooq_producer", "brooq_worker", "brooq_admin"
+
+
+def who(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> str:
+    """The login role of a connection, as the server reported it (no query)."""
+    return conn.info.parameter_status("session_authorization") or conn.info.user or "<your role>"
+
+
+def translate(exc: psycopg.Error, needs: str | None = None, role: str | None = None) -> BrooqError | None:
+    """The brooq error for a psycopg error, or None when its SQLSTATE is not brooq's.
+
+    ``needs``: the brooq role that grants what the failed statement called; a
+    42501 then says `grant <needs> to <role>`."""
     cls = BY_SQLSTATE.get(exc.sqlstate or "")
     if cls is None:
         return None
     diag = exc.diag
     message = diag.message_primary or str(exc).strip()
-    if diag.message_hint:
-        message = f"{message} (hint: {diag.message_hint})"
-    return cls(message, sqlstate=exc.sqlstate, hint=diag.message_hint)
+    hint = diag.message_hint
+    if cls is PermissionDenied and needs is not None:
+        fix = f"grant {needs} to {role or '<your role>'}"
+        message = f"{message}: {fix}"
+        hint = hint or f"as an admin: {fix}; the roles are in docs/security.md"
+    reason = message
+    if hint:
+        message = f"{message} (hint: {hint})"
+    return cls(message, sqlstate=exc.sqlstate, hint=hint, reason=reason)
 
 
 @contextmanager
-def mapped() -> Iterator[None]:
-    """Re-raise psycopg errors with a brooq SQLSTATE as brooq errors (cause kept)."""
+def mapped(needs: str | None = None,
+           conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any] | None = None) -> Iterator[None]:
+    """Re-raise psycopg errors with a brooq SQLSTATE as brooq errors (cause kept);
+    a permission error names ``needs``, the role that grants the call, and the
+    login role of ``conn``."""
     try:
         yield
     except psycopg.Error as exc:
-        error = translate(exc)
+        error = translate(exc, needs, None if conn is None else who(conn))
         if error is None:
             raise
         raise error from exc

@@ -1,5 +1,8 @@
 """Prometheus metrics of one worker, and the small HTTP server that exposes them.
 
+prometheus-client is an extra (`pip install 'brooq[metrics]'`): without it the worker
+counts in brooq.nometrics.NoMetrics instead, and a metrics_address is refused at start.
+
 Each worker has its own CollectorRegistry (several workers may live in one
 process, as in the tests). The server answers:
   /metrics  the Prometheus text format
@@ -11,20 +14,52 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import psycopg
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
 from psycopg.rows import class_row
 
 from brooq import queries
 from brooq.counters import Counters
+from brooq.outcome import SETTLED_AS
 from brooq.producer import TopicStats
 
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
+
+
+class CountersCollector(Collector):
+    """The worker's Counters (claimed, settled, lease lost, hung by topic) as Prometheus
+    counters, read at each scrape."""
+
+    def __init__(self, counters: Counters) -> None:
+        self.counters = counters
+
+    def collect(self) -> Iterator[Metric]:
+        claimed = CounterMetricFamily("brooq_jobs_claimed", "Jobs claimed by this worker.",
+                                      labels=["topic"])
+        settled = CounterMetricFamily(
+            "brooq_jobs_settled",
+            f"Attempts settled by this worker, by outcome ({', '.join(SETTLED_AS[:-1])}; "
+            "dead when the database made the failure final).", labels=["topic", "outcome"])
+        lease_lost = CounterMetricFamily("brooq_lease_lost",
+                                         "Attempts whose lease was lost (canceled, reaped).",
+                                         labels=["topic"])
+        hung = CounterMetricFamily("brooq_hung_handlers",
+                                   "Handlers still running hung_grace after being told to stop.",
+                                   labels=["topic"])
+        for topic, c in list(self.counters.topics.items()):
+            claimed.add_metric([topic], c.claimed)
+            for outcome, n in c.settled.items():
+                settled.add_metric([topic, outcome], n)
+            lease_lost.add_metric([topic], c.lease_lost)
+            hung.add_metric([topic], c.hung)
+        yield from (claimed, settled, lease_lost, hung)
 
 
 class Metrics:
@@ -33,7 +68,7 @@ class Metrics:
 
     def __init__(self, counters: Counters) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
-        r.register(counters)
+        r.register(CountersCollector(counters))
         self.duration = Histogram("brooq_attempt_duration_seconds", "Run time of handlers.",
                                   ["topic"], buckets=DURATION_BUCKETS, registry=r)
         self.busy_slots = Gauge("brooq_busy_slots", "Handlers running now.", registry=r)

@@ -15,7 +15,7 @@ import psycopg
 from psycopg.rows import class_row, scalar_row
 
 from brooq import queries
-from brooq.errors import InvalidArgument, KeyBusy, mapped
+from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
 from brooq.payload import jsonb
 
 Conn = psycopg.Connection[Any]
@@ -73,17 +73,46 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     both) keep the job from being claimed before that instant; ``delay`` is added
     to the database clock, not to this machine's.
     """
+    _sync(conn, "enqueue")
     try:
-        with mapped():
+        with mapped(PRODUCER, conn):
             row = conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE, [topic, jsonb(payload), key, at, priority, delay]).fetchone()
+                queries.ENQUEUE, enqueue_args(topic, payload, key, at, delay, priority)).fetchone()
     except KeyBusy as exc:
-        raise _key_busy(topic, f"idempotency key {(key or '')[:40]!r}") from exc.__cause__
+        raise key_busy(topic, f"idempotency key {(key or '')[:40]!r}") from exc.__cause__
     assert row is not None  # brooq.enqueue returns exactly one row
     return row
 
 
-def _key_busy(topic: str, what: str) -> KeyBusy:
+def enqueue_args(topic: str, payload: Any, key: str | None, at: datetime | None,
+                 delay: timedelta | None, priority: int) -> list[Any]:
+    """The parameters of queries.ENQUEUE (shared with brooq.aio)."""
+    return [topic, jsonb(payload), key, at, priority, delay]
+
+
+def enqueue_many_args(topic: str, payloads: Iterable[Any], keys: Sequence[str | None] | None,
+                      at: datetime | None, delay: timedelta | None, priority: int) -> list[Any]:
+    """The parameters of queries.ENQUEUE_MANY (shared with brooq.aio)."""
+    return [topic, [jsonb(p) for p in payloads], None if keys is None else list(keys), at,
+            priority, delay]
+
+
+def declare_topic_args(name: str, max_attempts: int, backoff_base: timedelta,
+                       backoff_max: timedelta, retention: timedelta, max_payload_bytes: int,
+                       notify: bool) -> list[Any]:
+    """The parameters of queries.DECLARE_TOPIC (shared with brooq.aio)."""
+    return [name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify]
+
+
+def _sync(conn: Any, helper: str) -> None:
+    """A clear error for an AsyncConnection given to a sync helper (it would fail later,
+    with "'coroutine' object has no attribute 'fetchone'")."""
+    if isinstance(conn, psycopg.AsyncConnection):
+        raise TypeError(f"brooq.{helper} takes a psycopg.Connection; on a psycopg.AsyncConnection "
+                        f"use: from brooq import aio; await aio.{helper}(conn, ...)")
+
+
+def key_busy(topic: str, what: str) -> KeyBusy:
     """55P03 from enqueue, saying which key: PostgreSQL's own message cannot."""
     return KeyBusy(f"{what} of topic {topic[:200]!r} is held by another transaction's "
                    "uncommitted enqueue, longer than brooq.key_wait", sqlstate="55P03",
@@ -95,15 +124,14 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
                  keys: Sequence[str | None] | None = None, at: datetime | None = None,
                  delay: timedelta | None = None, priority: int = 0) -> list[Enqueued]:
     """Enqueue many jobs of one topic in one statement; results in input order."""
-    values = [jsonb(p) for p in payloads]
-    if keys is not None:
-        keys = list(keys)
+    _sync(conn, "enqueue_many")
+    args = enqueue_many_args(topic, payloads, keys, at, delay, priority)
     try:
-        with mapped():
+        with mapped(PRODUCER, conn):
             return conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE_MANY, [topic, values, keys, at, priority, delay]).fetchall()
+                queries.ENQUEUE_MANY, args).fetchall()
     except KeyBusy as exc:
-        raise _key_busy(topic, "an idempotency key of the batch") from exc.__cause__
+        raise key_busy(topic, "an idempotency key of the batch") from exc.__cause__
 
 
 def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
@@ -112,14 +140,16 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
                   retention: timedelta = timedelta(days=30),
                   max_payload_bytes: int = 1 << 20, notify: bool = True) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin)."""
-    with mapped():
-        conn.execute(queries.DECLARE_TOPIC, [name, max_attempts, backoff_base, backoff_max,
-                                             retention, max_payload_bytes, notify])
+    _sync(conn, "declare_topic")
+    with mapped(ADMIN, conn):
+        conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
+            name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify))
 
 
 def cancel(conn: Conn, job_id: int) -> bool:
     """Cancel a job that is not finished; False when it is terminal or unknown (needs brooq_admin)."""
-    with mapped():
+    _sync(conn, "cancel")
+    with mapped(ADMIN, conn):
         canceled = conn.cursor(row_factory=scalar_row).execute(queries.CANCEL, [job_id]).fetchone()
     return bool(canceled)
 
@@ -130,13 +160,33 @@ def get_job(conn: Conn, job_id: int) -> JobFate | None:
     Reads the view brooq.jobs, which brooq_producer, brooq_worker and brooq_admin
     may read (the table brooq.job itself is private).
     """
+    _sync(conn, "get_job")
     if job_id is None:
         raise InvalidArgument("job_id must not be None")
-    with mapped():
+    with mapped(PRODUCER, conn):
         return conn.cursor(row_factory=class_row(JobFate)).execute(queries.GET_JOB, [job_id]).fetchone()
+
+
+STATES = ("pending", "processing", "failed", "done", "dead", "canceled")
+
+
+def list_jobs(conn: Conn, *, topic: str | None = None, states: Sequence[str] | None = None,
+              limit: int = 50) -> list[JobFate]:
+    """Jobs newest first (highest id), at most ``limit`` (1 to 10000), of one ``topic``
+    and in ``states`` when given: e.g. the dead ones with their last_error."""
+    _sync(conn, "list_jobs")
+    if not 1 <= limit <= 10000:
+        raise InvalidArgument(f"limit {limit} is not between 1 and 10000")
+    if states is not None and (bad := sorted(set(states) - set(STATES))):
+        raise InvalidArgument(f"unknown state {bad[0][:40]!r}: one of {', '.join(STATES)}")
+    with mapped(PRODUCER, conn):
+        return conn.cursor(row_factory=class_row(JobFate)).execute(queries.LIST_JOBS, {
+            "topic": topic, "states": None if states is None else list(states),
+            "limit": limit}).fetchall()
 
 
 def topic_stats(conn: Conn) -> list[TopicStats]:
     """Depth and lag of every topic (brooq.topic_stats), ordered by topic."""
-    with mapped():
+    _sync(conn, "topic_stats")
+    with mapped(WORKER, conn):
         return conn.cursor(row_factory=class_row(TopicStats)).execute(queries.TOPIC_STATS).fetchall()

@@ -52,6 +52,18 @@ UNLISTEN_SETTLED: LiteralString = "unlisten brooq_settled"
 WATCH: LiteralString = "select brooq.watch(job_id => %s::bigint)"
 UNWATCH: LiteralString = "select brooq.unwatch(watch_id => %s::bigint)"
 
+# `brooq jobs` and brooq.list_jobs: newest first, each filter off when NULL.
+LIST_JOBS: LiteralString = """
+select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
+       idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,
+       progress
+  from brooq.jobs
+ where (%(topic)s::text is null or topic = %(topic)s::text)
+   and (%(states)s::text[] is null or state = any(%(states)s::text[]))
+ order by id desc
+ limit %(limit)s::integer
+"""
+
 TOPIC_STATS: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age
   from brooq.topic_stats
@@ -111,6 +123,23 @@ TOPIC_SETTINGS: LiteralString = """
 select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify, paused
   from brooq.topic
  where name = %s::text
+"""
+
+# `brooq deploy` failed: what the deploying role lacks (docs/security.md, "Deploying
+# with a non-superuser owner"). Ownership comes with membership in the owner.
+DEPLOY_RIGHTS: LiteralString = """
+select r.rolname as role, r.rolsuper as superuser, current_database() as database,
+       has_database_privilege(current_database(), 'create') as can_create,
+       r.rolcreaterole
+       or (select count(*) filter (where pg_has_role(r.oid, oid, 'member with admin option'))
+             from pg_catalog.pg_roles where rolname in ('brooq_producer', 'brooq_worker')) = 2
+           as can_grant_roles,
+       coalesce((select pg_has_role(nspowner, 'member') from pg_catalog.pg_namespace
+                  where nspname = 'brooq'), true) as owns_brooq,
+       coalesce((select pg_has_role(nspowner, 'member') from pg_catalog.pg_namespace
+                  where nspname = 'sqitch'), true) as owns_sqitch
+  from pg_catalog.pg_roles r
+ where r.rolname = current_user
 """
 
 # `brooq demo`. Its enqueue statements are shown to the user and run by psql, so they

@@ -25,13 +25,19 @@ from psycopg.types.json import Jsonb
 from brooq import queries
 from brooq.attempt import Attempt, Pending
 from brooq.counters import Counters
-from brooq.errors import FATAL_SQLSTATES, refused, translate
+from brooq.errors import FATAL_SQLSTATES, PRODUCER, refused, translate, who
 from brooq.job import Chained, Job
 from brooq.outcome import Outcome, describe
 from brooq.payload import to_json
 from brooq.rows import fields_row
 
 log = logging.getLogger("brooq.worker")
+
+
+def log_extra(job: Job, event: str) -> dict[str, Any]:
+    """Attributes of a log record about a job, for filters: record.brooq_job (the id),
+    record.brooq_topic, record.brooq_event (failed, retry, dead)."""
+    return {"brooq_job": job.id, "brooq_topic": job.topic, "brooq_event": event}
 
 Conn = psycopg.Connection[Any]
 
@@ -103,10 +109,7 @@ class Settler:
             self.settle(conn)
             return None
         try:
-            with conn.pipeline():
-                settling = conn.cursor(row_factory=self._settled_rows).execute(
-                    queries.SETTLE_MANY, self._settle_many_args(plain))
-                claiming = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, claim_args)
+            settling, claiming = self._pipeline(conn, claim_args, plain)
             settled = settling.fetchall()
             claimed = claiming.fetchall()
         except psycopg.Error as exc:
@@ -118,6 +121,30 @@ class Settler:
         self._settled(plain, dict(settled))
         self._outbox = [p for p in self._outbox if p.chained]
         return claimed
+
+    def _pipeline(self, conn: Conn, claim_args: list[Any],
+                  plain: list[Pending]) -> tuple[psycopg.Cursor[Settled], psycopg.Cursor[Job]]:
+        """settle_many and claim sent in one pipeline; the first error raised once.
+
+        An error inside the block (a lost connection shows there first) is kept and
+        raised after the block: leaving the block with it would make psycopg log
+        "error ignored terminating <psycopg.Pipeline [BAD]>" when the pipeline's own
+        exit fails on the same dead connection."""
+        failure: psycopg.Error | None = None
+        try:
+            with conn.pipeline():
+                try:
+                    settling = conn.cursor(row_factory=self._settled_rows).execute(
+                        queries.SETTLE_MANY, self._settle_many_args(plain))
+                    claiming = conn.cursor(row_factory=self._job_rows).execute(
+                        queries.CLAIM, claim_args)
+                except psycopg.Error as exc:
+                    failure = exc
+        except psycopg.Error as exc:
+            raise failure or exc from None
+        if failure is not None:
+            raise failure
+        return settling, claiming
 
     def _settle_chained(self, conn: Conn) -> None:
         while self._outbox:
@@ -178,7 +205,7 @@ class Settler:
         except psycopg.Error as exc:
             if not refused(exc):
                 raise
-            error = translate(exc) or exc
+            error = translate(exc, PRODUCER, who(conn)) or exc  # chained: an enqueue
             log.warning("job %d: chained jobs refused (%s); the attempt fails", p.attempt.job.id, error)
             p.outcome = Outcome("failed", describe(error, "chain: "))
             p.chained = []
@@ -200,5 +227,9 @@ class Settler:
                 counts.lease_lost += 1
             elif state == "done":
                 counts.settled["done"] += 1
+            elif state == "dead":
+                counts.settled["dead"] += 1
+                log.error("job %d (%s) is dead after attempt %d/%d: %s", job.id, job.topic,
+                          job.attempt, job.max_attempts, p.outcome.error, extra=log_extra(job, "dead"))
             else:
-                counts.settled["dead" if state == "dead" else p.outcome.outcome] += 1
+                counts.settled[p.outcome.outcome] += 1

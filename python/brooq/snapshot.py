@@ -37,6 +37,7 @@ class WorkerSnapshot:
                 nothing was written for them
     hung        handlers still running hung_grace after being told to stop
     in_flight   handlers running now
+    prefetched  jobs claimed ahead (prefetch), leased, waiting for a free handler thread
     started_at  time.monotonic() when run() started (0.0 before)
     """
 
@@ -50,6 +51,7 @@ class WorkerSnapshot:
     lease_lost: int
     hung: int
     in_flight: int
+    prefetched: int
     started_at: float
     connected: bool
     stopping: bool

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import inspect
 import logging
@@ -33,10 +34,10 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from datetime import timedelta
 from types import FrameType
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import psycopg
 
@@ -46,18 +47,32 @@ from brooq.attempt import QUEUED, SKIPPED, STARTED, Attempt, TopicHandler
 from brooq.compat import check_schema
 from brooq.config import WorkerConfig, format_duration, parse_address
 from brooq.counters import Counters
-from brooq.errors import FATAL_SQLSTATES, BrooqError, ConfigError, PermissionDenied, translate
+from brooq.errors import (
+    FATAL_SQLSTATES,
+    WORKER,
+    BrooqError,
+    ConfigError,
+    ConnectError,
+    PermissionDenied,
+    RunAtImport,
+    translate,
+    who,
+)
 from brooq.executors import AsyncRunner, ThreadPool, Waker
 from brooq.job import Job
 from brooq.leases import Leases
-from brooq.listener import Listener, backoff
-from brooq.metrics import Metrics, MetricsServer
+from brooq.listener import RECONNECT_MAX, Listener, backoff
+from brooq.nometrics import NoMetrics
 from brooq.outcome import Outcome, of_exception, of_return
 from brooq.producer import declare_topic
 from brooq.redact import one_line
 from brooq.rows import fields_row
-from brooq.settler import Settler
+from brooq.settler import Settler, log_extra
+from brooq.signals import HandlerSignal
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+
+if TYPE_CHECKING:
+    from brooq.metrics import Metrics, MetricsServer
 
 log = logging.getLogger("brooq.worker")
 
@@ -68,6 +83,10 @@ GATHER_GAP = 0.0005  # seconds: a claim waits this long after the last finished 
 GATHER_MAX = 0.002  # ...and at most this long after the first (see Worker._claim_at)
 MAX_SLEEP = 1.0  # the loop turns at least this often (health, stop requests)
 REAP_BATCH = 1000
+REMIND_EVERY = 60.0  # seconds between "still no database connection" warnings
+CONNECT_HINT = ("check the DSN (brooq.Worker(dsn), --dsn or BROOQ_DSN): host, port, database "
+                "name, user and password, and that the server is up; a worker that has never "
+                "connected does not retry")
 
 
 class Reaped(NamedTuple):
@@ -75,6 +94,31 @@ class Reaped(NamedTuple):
 
     id: int
     topic: str
+
+
+# Set while `brooq worker MODULE:OBJECT` imports MODULE: a worker.run() then would run
+# the worker inside the import, before the command could (see loading()).
+_loading: contextvars.ContextVar[str | None] = contextvars.ContextVar("brooq_loading", default=None)
+
+
+@contextlib.contextmanager
+def loading(spec: str) -> Iterator[None]:
+    """Within this block (a tool importing the module of ``spec``), Worker.run() raises
+    RunAtImport instead of running."""
+    token = _loading.set(spec)
+    try:
+        yield
+    finally:
+        _loading.reset(token)
+
+
+def _metrics(counts: Counters) -> Metrics | NoMetrics:
+    """Prometheus metrics when prometheus-client is installed (the extra brooq[metrics])."""
+    try:
+        from brooq.metrics import Metrics
+    except ImportError:
+        return NoMetrics()
+    return Metrics(counts)
 
 
 class Worker:
@@ -110,7 +154,7 @@ class Worker:
         assert c.name is not None
         self.name: str = c.name
         self._counts = Counters()
-        self.metrics = Metrics(self._counts)
+        self.metrics = _metrics(self._counts)
         self.metrics.slots.set(c.concurrency)
         self._handlers: dict[str, TopicHandler] = {}
         self._durations: dict[str, Any] = {}  # topic -> its histogram series (labels() takes a lock)
@@ -126,6 +170,9 @@ class Worker:
         self._conn: psycopg.Connection[Any] | None = None
         self._declared = False
         self._failures = 0
+        self._connected_once = False  # before: a failure to connect is a configuration error
+        self._lost_at = 0.0  # when the connection was lost (monotonic), while it is
+        self._next_reminder = 0.0
         self._next_connect = 0.0
         self._more = True
         self._next_poll = 0.0
@@ -224,11 +271,13 @@ class Worker:
 
     def snapshot(self) -> WorkerSnapshot:
         """The worker's counters now (cheap; for progress displays)."""
+        queued = self._queued  # claimed, not started: not "in flight" (handlers running now)
         topics = {t: c.snapshot() for t, c in list(self._counts.topics.items())}
         totals = {f.name: sum(getattr(t, f.name) for t in topics.values())
                   for f in dataclasses.fields(TopicSnapshot)}
         return WorkerSnapshot(
-            name=self.name, **totals, in_flight=len(self._running), started_at=self._started_at,
+            name=self.name, **totals, in_flight=len(self._running) - queued, prefetched=queued,
+            started_at=self._started_at,
             connected=self._conn is not None, stopping=self._stop_requested, topics=topics)
 
     @property
@@ -251,6 +300,11 @@ class Worker:
 
     def run(self) -> None:
         """Work until stop() or SIGTERM/SIGINT (handled when called in the main thread)."""
+        if (spec := _loading.get()) is not None:
+            module = spec.partition(":")[0]
+            raise RunAtImport(
+                f"module {module!r} runs worker.run() as it is imported, and `brooq worker {spec}` "
+                "runs the worker itself: put worker.run() under `if __name__ == \"__main__\":`")
         if self._started:
             raise RuntimeError("a worker runs once")
         if not self._handlers:
@@ -267,8 +321,8 @@ class Worker:
             self._closing.set()
             self._stop_services()
             self._restore_signals(previous)
-        if self._fatal is not None:
-            raise self._fatal
+        if self._fatal is not None:  # a configuration problem: retrying cannot help
+            raise self._fatal.with_traceback(None)  # its line, not the loop's frames
 
     def _install_signals(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
@@ -299,7 +353,11 @@ class Worker:
             self._capacity = self._concurrency
             self._claim_half = max(1, self._capacity // 2)
         if self.config.metrics_address is not None:
+            # validated at start: prometheus-client is installed
+            from brooq.metrics import Metrics, MetricsServer
+
             host, port = parse_address(self.config.metrics_address)
+            assert isinstance(self.metrics, Metrics)
             self._server = MetricsServer(self.metrics, self.health, host, port)
             self._server.start()
             log.info("worker %s: metrics on %s/metrics", self.name, self._server.url)
@@ -350,7 +408,7 @@ class Worker:
                     self._turn(self._conn, now)
                 except psycopg.Error as exc:
                     if exc.sqlstate in FATAL_SQLSTATES:  # unknown topic, missing rights
-                        self._fatal = translate(exc) or exc
+                        self._fatal = translate(exc, WORKER, who(self._conn)) or exc
                         log.error("worker %s: %s", self.name, self._fatal)
                         return
                     self._lost_connection(exc)
@@ -437,6 +495,11 @@ class Worker:
         try:
             conn = psycopg.connect(self.config.dsn, **self._connect_kwargs())
         except psycopg.Error as exc:
+            if not self._connected_once:  # the DSN is wrong, or the server is not up
+                self._fatal = ConnectError(
+                    f"cannot connect to the database: {one_line(exc, 300) or type(exc).__name__}"
+                    f" (hint: {CONNECT_HINT})", hint=CONNECT_HINT)
+                return
             self._lost_connection(exc)
             return
         try:
@@ -451,8 +514,10 @@ class Worker:
             self._lost_connection(exc)
             return
         self._conn = conn  # connected, topics declared
+        self._connected_once = True
         if self._failures:
-            log.warning("worker %s: reconnected to the database", self.name)
+            log.info("worker %s: reconnected to the database after %.1fs", self.name,
+                     time.monotonic() - self._lost_at)
         self._failures = 0
         self._leases.renew_soon(time.monotonic())  # leases may have run short while we were away
         self._more = True
@@ -468,8 +533,9 @@ class Worker:
             try:
                 self._declare(conn, h)
             except PermissionDenied:
-                log.warning("worker %s: no right to declare topic %s (brooq_admin); using the "
-                            "settings already in the database", self.name, h.topic)
+                # the usual split (docs/operations.md: topics are an admin's): not a warning
+                log.info("worker %s: topic %s: using the settings in the database (declaring "
+                         "them needs brooq_admin)", self.name, h.topic)
             except BrooqError as exc:
                 self._fatal = ConfigError([f"handler {h.topic!r}: {exc}"])
                 raise
@@ -480,8 +546,21 @@ class Worker:
             return
         self._failures += 1
         delay = backoff(self._failures) * random.uniform(0.5, 1.0)
-        log.warning("worker %s: database unavailable (%s); retrying in %.1fs", self.name,
-                    one_line(exc, 300) or type(exc).__name__, delay)
+        now = time.monotonic()
+        reason = one_line(exc, 300) or type(exc).__name__
+        if self._failures == 1:  # said once; then a reminder every REMIND_EVERY
+            self._lost_at = now
+            self._next_reminder = now + REMIND_EVERY
+            log.warning("worker %s: lost the database connection (%s); reconnecting with "
+                        "backoff (up to %.0fs between tries), handlers keep running", self.name,
+                        reason, RECONNECT_MAX)
+        elif now >= self._next_reminder:
+            self._next_reminder = now + REMIND_EVERY
+            log.warning("worker %s: still no database connection after %.0fs (%s)", self.name,
+                        now - self._lost_at, reason)
+        else:
+            log.debug("worker %s: reconnect failed (%s); retrying in %.1fs", self.name, reason,
+                      delay)
         if self._conn is not None:
             with contextlib.suppress(Exception):  # closing a broken connection may fail too
                 self._conn.close()
@@ -604,10 +683,19 @@ class Worker:
         self._waker.wake()
 
     def _failed(self, att: Attempt, exc: BaseException) -> Outcome:
+        """The outcome of a handler's exception. An error (not a signal such as Retry) is
+        logged at ERROR with its stack: with no logging configured, Python prints it on
+        stderr (logging.lastResort), so a failing handler is never silent."""
         outcome = of_exception(exc)
-        if outcome.outcome == "failed" and not att.job.canceled.is_set():
-            log.info("job %d (%s) attempt %d/%d failed: %s", att.job.id, att.job.topic,
-                     att.job.attempt, att.job.max_attempts, outcome.error, exc_info=exc)
+        job = att.job
+        if outcome.outcome == "failed" and not job.canceled.is_set():
+            if isinstance(exc, HandlerSignal):
+                log.info("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
+                         job.max_attempts, outcome.error, extra=log_extra(job, "retry"))
+            else:
+                log.error("job %d (%s) attempt %d/%d failed: %s", job.id, job.topic, job.attempt,
+                          job.max_attempts, outcome.error, exc_info=exc,
+                          extra=log_extra(job, "failed"))
         return outcome
 
     def _drain(self, now: float) -> None:

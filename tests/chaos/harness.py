@@ -204,6 +204,8 @@ class Chaos:
         name = names[rng.randrange(len(names))]
         proc = self.workers.pop(name)
         self.kill(proc, "kill9")
+        while self.db_down.is_set():  # a worker that cannot connect at start stops at once
+            time.sleep(0.1)
         self.start_worker()
 
     def sigstop(self, rng: random.Random) -> None:

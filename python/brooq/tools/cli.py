@@ -25,8 +25,8 @@ from psycopg.rows import class_row, scalar_row
 
 from brooq import config, producer, queries
 from brooq._version import __version__
-from brooq.errors import BrooqError, ConfigError
-from brooq.producer import JobFate
+from brooq.errors import ADMIN, BrooqError, ConfigError, mapped
+from brooq.producer import STATES, JobFate, TopicStats
 from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
@@ -118,7 +118,26 @@ def format_fate(fate: JobFate) -> str:
         parts.append(f"available={format_time(fate.available_at)}")
     if fate.locked_by:
         parts.append(f"locked_by={fate.locked_by} until={format_time(fate.locked_until)}")
+    if fate.progress is not None:
+        parts.append(f"progress={json.dumps(fate.progress, separators=(',', ':'))}")
     return " ".join(parts)
+
+
+def json_value(value: Any) -> Any:
+    """A row's value for --json: instants in ISO 8601, durations in seconds."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return value
+
+
+def json_row(row: JobFate | TopicStats) -> dict[str, Any]:
+    return {k: json_value(v) for k, v in row._asdict().items()}
+
+
+def write_json(out: TextIO, value: Any) -> None:
+    out.write(json.dumps(value, ensure_ascii=False) + "\n")
 
 
 def cmd_job(args: argparse.Namespace, out: TextIO) -> int:
@@ -126,13 +145,35 @@ def cmd_job(args: argparse.Namespace, out: TextIO) -> int:
         fate = producer.get_job(conn, args.id)
     if fate is None:
         raise Failure(f"job {args.id} not found (never enqueued, or purged)")
-    out.write(format_fate(fate) + "\n")
+    if args.json:
+        write_json(out, json_row(fate))
+    else:
+        out.write(format_fate(fate) + "\n")
+    return 0
+
+
+def cmd_jobs(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn:
+        jobs = producer.list_jobs(conn, topic=args.topic, states=args.state, limit=args.limit)
+    if args.json:
+        write_json(out, [json_row(j) for j in jobs])
+        return 0
+    if not jobs:
+        out.write("no jobs match\n")
+        return 0
+    headers = ["id", "topic", "state", "attempts", "updated", "last_error"]
+    table = [[j.id, j.topic, j.state, f"{j.attempts}/{j.max_attempts}", format_time(j.updated_at),
+              " ".join((j.last_error or "-").split())[:80]] for j in jobs]
+    out.write(format_table(headers, table) + "\n")
     return 0
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         rows = producer.topic_stats(conn)
+    if args.json:
+        write_json(out, [json_row(r) for r in rows])
+        return 0
     if not rows:
         out.write("no topics yet: declare one with brooq declare-topic NAME\n")
         return 0
@@ -192,7 +233,7 @@ def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_pause(args: argparse.Namespace, out: TextIO) -> int:
     pause = args.command == "pause"
-    with connect(args) as conn:
+    with connect(args) as conn, mapped(ADMIN, conn):
         changed = conn.cursor(row_factory=scalar_row).execute(
             queries.PAUSE_TOPIC if pause else queries.RESUME_TOPIC, [args.topic]).fetchone()
     if pause:
@@ -269,7 +310,9 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     # The options reach the brooq.Worker the module makes as it is imported: they win
     # over the values the module gives in code, and over BROOQ_* variables.
     given = {f.name: getattr(args, f.name, None) for f in config.SETTINGS}
-    with config.command_line(given):
+    from brooq.worker import loading
+
+    with config.command_line(given), loading(args.worker):
         worker = load_worker(args.worker)
     mode = args.progress
     live = {"auto": None, "live": True, "log": False, "off": False}[mode]
@@ -327,6 +370,13 @@ def demo_jobs(text: str) -> int:
     return value
 
 
+def job_limit(text: str) -> int:
+    value = positive_int(text)
+    if value > 10000:
+        raise argparse.ArgumentTypeError(f"{text} is more than 10000")
+    return value
+
+
 def job_id(text: str) -> int:
     try:
         return int(text)
@@ -374,8 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"brooq {__version__}")
     dsn = Parser(add_help=False)
     dsn.add_argument("--dsn", help="the database (default: $BROOQ_DSN)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     p = sub.add_parser("worker", parents=[dsn], help="run a worker: brooq worker MODULE:OBJECT")
     p.add_argument("worker", metavar="MODULE:OBJECT",
@@ -384,7 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
                    help="live line in a terminal, log lines in a pipe (auto), or off")
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO",
-                   help="the worker's log messages on stderr (default INFO: one line per failed attempt)")
+                   help="the worker's log messages on stderr (default INFO; failed attempts and dead "
+                        "jobs are ERROR, with the stack)")
     p.set_defaults(func=cmd_worker, parser=p)
 
     p = sub.add_parser("enqueue", parents=[dsn], help="enqueue one job")
@@ -398,11 +448,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--priority", type=int, default=0, help="higher is claimed first (default 0)")
     p.set_defaults(func=cmd_enqueue, parser=p)
 
-    p = sub.add_parser("job", parents=[dsn], help="a job's fate, on one line")
+    as_json = Parser(add_help=False)
+    as_json.add_argument("--json", action="store_true",
+                         help="print JSON for scripts (instants ISO 8601, durations in seconds)")
+
+    p = sub.add_parser("job", parents=[dsn, as_json], help="a job's fate, on one line")
     p.add_argument("id", type=job_id)
     p.set_defaults(func=cmd_job, parser=p)
 
-    p = sub.add_parser("stats", parents=[dsn], help="depth and lag by topic")
+    p = sub.add_parser("jobs", parents=[dsn, as_json],
+                       help="list jobs, newest first: brooq jobs --state dead --topic email")
+    p.add_argument("--topic", help="only this topic")
+    p.add_argument("--state", action="append", choices=STATES,
+                   help="only this state (repeat for several)")
+    p.add_argument("--limit", type=job_limit, default=50, help="at most this many (default 50)")
+    p.set_defaults(func=cmd_jobs, parser=p)
+
+    p = sub.add_parser("stats", parents=[dsn, as_json], help="depth and lag by topic")
     p.set_defaults(func=cmd_stats, parser=p)
 
     p = sub.add_parser("cancel", parents=[dsn], help="cancel a job that is not finished")
@@ -443,9 +505,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def short_usage(parser: argparse.ArgumentParser) -> str:
+    """What `brooq` alone prints: the commands, one line each."""
+    lines = ["usage: brooq COMMAND [options]   (brooq COMMAND --help for its options)", "",
+             "commands:"]
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        for choice in getattr(action, "_choices_actions", []):
+            lines.append(f"  {choice.dest:<14} {choice.help}")
+    lines += ["", "Every command that talks to a database takes --dsn (default: $BROOQ_DSN)."]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        sys.stderr.write(short_usage(parser))
+        return 2
     func: Callable[[argparse.Namespace, TextIO], int] = args.func
     try:
         return func(args, out or sys.stdout)

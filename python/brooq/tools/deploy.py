@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from psycopg.rows import class_row
 
 from brooq import queries
 from brooq.redact import one_line
@@ -106,8 +107,50 @@ def deploy(dsn: str, *, root: Path | None = None, method: str = "auto") -> Deplo
     done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
-        raise DeployError(f"{method} failed (exit {done.returncode}): {_last_lines(output)}")
+        raise DeployError(f"{method} failed (exit {done.returncode}): {_last_lines(output)}"
+                          f"{missing_rights(dsn, method)}")
     return Deployed(method, output, adopted)
+
+
+@dataclass(frozen=True)
+class DeployRights:
+    """What the deploying role may do (queries.DEPLOY_RIGHTS)."""
+
+    role: str
+    superuser: bool
+    database: str
+    can_create: bool
+    can_grant_roles: bool
+    owns_brooq: bool
+    owns_sqitch: bool
+
+
+def missing_rights(dsn: str, method: str) -> str:
+    """After a failed deploy: what a non-superuser role lacks to deploy, as a sentence
+    to append ('' for a superuser, or when it cannot be told)."""
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            r = conn.cursor(row_factory=class_row(DeployRights)).execute(
+                queries.DEPLOY_RIGHTS).fetchone()
+    except psycopg.Error:
+        return ""
+    if r is None or r.superuser:
+        return ""
+    needs = []
+    if not r.can_create:
+        needs.append(f"CREATE on the database (grant create on database {r.database} to {r.role})")
+    if not r.can_grant_roles:
+        needs.append(f"CREATEROLE (alter role {r.role} createrole): a deploy creates the roles "
+                     "brooq_producer, brooq_worker and brooq_admin when missing and grants the "
+                     "first two to brooq_admin (or: admin option on brooq_producer and brooq_worker)")
+    if not r.owns_brooq:
+        needs.append("ownership of the schema brooq (deploy as its owner)")
+    if method == "sqitch" and not r.owns_sqitch:
+        needs.append("ownership of sqitch's registry, the schema sqitch (deploy as its owner)")
+    if not needs:
+        return ""
+    return (f"; deploying as {r.role}, not a superuser, needs: {'; '.join(needs)} "
+            "(docs/security.md, Deploying with a non-superuser owner)")
 
 
 def installed_version(dsn: str) -> str | None:

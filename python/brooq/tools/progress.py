@@ -41,6 +41,8 @@ class Counters(Protocol):
     @property
     def in_flight(self) -> int: ...
     @property
+    def prefetched(self) -> int: ...
+    @property
     def connected(self) -> bool: ...
     @property
     def stopping(self) -> bool: ...
@@ -68,7 +70,10 @@ def format_line(r: Reading) -> str:
             f" | dead {c.dead} | canceled {c.canceled}")
     if c.lease_lost:
         line += f" | lease lost {c.lease_lost}"
-    line += f" | in flight {c.in_flight} | {format_elapsed(r.elapsed)}"
+    line += f" | in flight {c.in_flight}"
+    if c.prefetched:
+        line += f" (+{c.prefetched} prefetched)"
+    line += f" | {format_elapsed(r.elapsed)}"
     if c.stopping:
         line += " | stopping"
     elif not c.connected:
@@ -133,26 +138,37 @@ class Progress:
 
     def start(self) -> Self:
         self._started = time.monotonic()
+        try:  # the rate's first point: the first line shows the rate since start, not 0
+            at_start = settled(self.snapshot())
+        except Exception:  # noqa: BLE001 - a worker still starting has counted nothing
+            at_start = 0
+        self.rates.add(self._started, at_start)
         self._thread = threading.Thread(target=self._loop, name="brooq-progress", daemon=True)
         self._thread.start()
         return self
 
-    def stop(self) -> Reading | None:
-        """Stop the thread and leave the last reading on screen (or in the log)."""
+    def stop(self, *, show: bool = True) -> Reading | None:
+        """Stop the thread and leave the last reading on screen (or in the log); with
+        show=False, only clear the live line."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
         reading = self.read()
-        if reading is not None:
+        if reading is not None and show:
             self._show(reading, final=True)
+        elif self.live and self._shown:
+            with self._lock:
+                self.stream.write("\r\x1b[2K")
+                self.stream.flush()
+                self._shown = False
         return reading
 
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.stop(show=exc_type is None)  # a worker that failed to start ran nothing to show
 
     def read(self) -> Reading | None:
         """Take one snapshot now; None when the worker cannot give one yet."""

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 import psycopg
 import psycopg.errors
 
+from brooq.errors import BrooqError
 from brooq.redact import one_line
 
 
@@ -77,7 +78,9 @@ def describe(exc: BaseException) -> str:
     cause: BaseException | None = exc
     while cause is not None and not isinstance(cause, psycopg.Error):
         cause = cause.__cause__ or cause.__context__
-    if isinstance(cause, psycopg.Error):
+    if isinstance(exc, BrooqError) and isinstance(cause, psycopg.Error):  # brooq's reading of it
+        message, sqlstate, hint = exc.reason, cause.sqlstate, exc.hint
+    elif isinstance(cause, psycopg.Error):
         message = cause.diag.message_primary or str(cause) or type(cause).__name__
         sqlstate, hint = cause.sqlstate, cause.diag.message_hint
     else:  # a brooq error raised by Python itself, or any other exception

@@ -1,0 +1,107 @@
+"""The producer and admin helpers of brooq.producer, for asyncio: the same calls on a
+psycopg.AsyncConnection (FastAPI and other asyncio applications)::
+
+    from brooq import aio
+
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        async with conn.transaction():
+            await conn.execute("insert into orders ...")
+            job = await aio.enqueue(conn, "email", {"order": 42}, key="order-42")
+
+Each one runs on the caller's connection, inside the caller's transaction, and
+maps errors by SQLSTATE exactly as its sync twin does; the SQL and the
+parameters are the same ones (brooq.queries, brooq.producer's *_args).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg.rows import class_row, scalar_row
+
+from brooq import queries
+from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
+from brooq.producer import (
+    Enqueued,
+    JobFate,
+    TopicStats,
+    declare_topic_args,
+    enqueue_args,
+    enqueue_many_args,
+    key_busy,
+)
+from brooq.waiting import wait_async as wait
+
+AsyncConn = psycopg.AsyncConnection[Any]
+
+__all__ = ["cancel", "declare_topic", "enqueue", "enqueue_many", "get_job", "topic_stats", "wait"]
+
+
+async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None = None,
+                  at: datetime | None = None, delay: timedelta | None = None,
+                  priority: int = 0) -> Enqueued:
+    """Enqueue one job in the caller's transaction; returns (id, created). See brooq.enqueue."""
+    try:
+        with mapped(PRODUCER, conn):
+            cur = conn.cursor(row_factory=class_row(Enqueued))
+            await cur.execute(queries.ENQUEUE, enqueue_args(topic, payload, key, at, delay, priority))
+            row = await cur.fetchone()
+    except KeyBusy as exc:
+        raise key_busy(topic, f"idempotency key {(key or '')[:40]!r}") from exc.__cause__
+    assert row is not None  # brooq.enqueue returns exactly one row
+    return row
+
+
+async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
+                       keys: Sequence[str | None] | None = None, at: datetime | None = None,
+                       delay: timedelta | None = None, priority: int = 0) -> list[Enqueued]:
+    """Enqueue many jobs of one topic in one statement; results in input order."""
+    args = enqueue_many_args(topic, payloads, keys, at, delay, priority)
+    try:
+        with mapped(PRODUCER, conn):
+            cur = conn.cursor(row_factory=class_row(Enqueued))
+            await cur.execute(queries.ENQUEUE_MANY, args)
+            return await cur.fetchall()
+    except KeyBusy as exc:
+        raise key_busy(topic, "an idempotency key of the batch") from exc.__cause__
+
+
+async def declare_topic(conn: AsyncConn, name: str, *, max_attempts: int = 5,
+                        backoff_base: timedelta = timedelta(seconds=1),
+                        backoff_max: timedelta = timedelta(minutes=1),
+                        retention: timedelta = timedelta(days=30),
+                        max_payload_bytes: int = 1 << 20, notify: bool = True) -> None:
+    """Create a topic or set all of its settings (idempotent; needs brooq_admin)."""
+    with mapped(ADMIN, conn):
+        await conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
+            name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify))
+
+
+async def cancel(conn: AsyncConn, job_id: int) -> bool:
+    """Cancel a job that is not finished; False when it is terminal or unknown (needs brooq_admin)."""
+    with mapped(ADMIN, conn):
+        cur = conn.cursor(row_factory=scalar_row)
+        await cur.execute(queries.CANCEL, [job_id])
+        canceled = await cur.fetchone()
+    return bool(canceled)
+
+
+async def get_job(conn: AsyncConn, job_id: int) -> JobFate | None:
+    """A job's fate in one SELECT, or None when no job has this id (never existed or purged)."""
+    if job_id is None:
+        raise InvalidArgument("job_id must not be None")
+    with mapped(PRODUCER, conn):
+        cur = conn.cursor(row_factory=class_row(JobFate))
+        await cur.execute(queries.GET_JOB, [job_id])
+        return await cur.fetchone()
+
+
+async def topic_stats(conn: AsyncConn) -> list[TopicStats]:
+    """Depth and lag of every topic (brooq.topic_stats), ordered by topic."""
+    with mapped(WORKER, conn):
+        cur = conn.cursor(row_factory=class_row(TopicStats))
+        await cur.execute(queries.TOPIC_STATS)
+        return await cur.fetchall()

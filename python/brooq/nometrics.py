@@ -1,0 +1,53 @@
+"""The worker's metrics when prometheus-client is not installed: nothing is recorded.
+
+prometheus-client is an extra (`pip install 'brooq[metrics]'`); a producer-only
+application, or a worker without a metrics_address, does not need it. NoMetrics
+has the attributes of brooq.metrics.Metrics that the worker touches, each one a
+sink. The worker's own counts (Worker.snapshot(), the progress line) do not depend
+on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+HINT = "pip install 'brooq[metrics]' (prometheus-client)"
+
+
+def available() -> bool:
+    """Whether prometheus-client can be imported."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class Sink:
+    """A counter, gauge or histogram (or one of its labelled series) that records nothing."""
+
+    def labels(self, *values: str) -> Sink:
+        return self
+
+    def set(self, value: float) -> None:
+        pass
+
+    def inc(self, amount: float = 1) -> None:
+        pass
+
+    def observe(self, value: float) -> None:
+        pass
+
+
+class NoMetrics:
+    """brooq.metrics.Metrics without prometheus-client: every family is a Sink."""
+
+    def __init__(self) -> None:
+        self.duration = self.busy_slots = self.slots = self.jobs = Sink()
+        self.oldest_ready_age = self.reaped = Sink()
+
+    def declare_topic(self, topic: str) -> None:
+        pass
+
+    def refresh_stats(self, conn: Any, topics: list[str]) -> None:
+        pass
