@@ -33,12 +33,16 @@ create table brooq.job (
     lease_token     bigint          not null default 0,
     last_error      text,
     result          jsonb,
+    -- lease losses (reaps) in a row since an outcome was last written; at the
+    -- topic's max_lease_losses reap makes the job dead (table_job_add_lease_losses)
+    lease_losses    integer         not null default 0,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)
         and (locked_by is null) = (locked_until is null)),
     constraint job_attempts_not_negative check (attempts >= 0),
-    constraint job_idempotency_key_not_empty check (idempotency_key <> '')
+    constraint job_idempotency_key_not_empty check (idempotency_key <> ''),
+    constraint job_lease_losses_not_negative check (lease_losses >= 0)
 )
 with (
     -- A queue table churns: vacuum and analyze it often, in short passes,

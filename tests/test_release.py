@@ -51,6 +51,9 @@ select id, state
 """
 
 JOBS = "select * from brooq.job order by id"
+# Columns added to brooq.job since RELEASE (migrations, at the end of the table),
+# with the value every job kept through the upgrade must have.
+NEW_JOB_COLUMNS = {"lease_losses": 0}
 
 
 @pytest.fixture
@@ -144,14 +147,19 @@ def test_upgrade_from_the_release_keeps_every_job_and_lease(server: Server, empt
         beats = holder.beats
         sqitch("deploy", "--verify", target)  # while the 0.1.0 worker heartbeats
 
-        after = conn.execute(JOBS).fetchall()
+        cur = conn.execute(JOBS)
+        after_cols = [d.name for d in cur.description or []]
+        assert after_cols == cols + list(NEW_JOB_COLUMNS), "migrations add columns at the end"
+        after = cur.fetchall()
+        assert {r[len(cols):] for r in after} == {tuple(NEW_JOB_COLUMNS.values())}
+        after = [r[:len(cols)] for r in after]
         assert without_lease_deadline(after, cols) == without_lease_deadline(before, cols)
         deadline = time.monotonic() + 10
         while holder.beats < beats + 3 and time.monotonic() < deadline:
             time.sleep(0.05)  # heartbeats on the upgraded schema
         assert holder.settle() == [(holder.job, "done")]
         assert holder.beats >= beats + 3 and holder.lost == [], "the held lease was lost"
-        settled = conn.execute(JOBS).fetchall()
+        settled = [r[:len(cols)] for r in conn.execute(JOBS).fetchall()]  # as the release will see them
         from brooq import __version__
         assert conn.execute("select brooq.version()").fetchone() == (__version__,)
 
