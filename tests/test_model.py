@@ -6,6 +6,9 @@ superuser's setting). After every step each row of brooq.job must equal the mode
 job: state, attempts, lease token, holder, lease deadline, available_at and updated_at.
 Lease tokens always come from claim's result; settles and heartbeats with stale tokens
 (of older claims, or of another worker) are part of the game and must change nothing.
+The poison pill is modelled too: the topic's max_lease_losses (2 here, so that runs
+reach it) reaps in a row make a job dead; a settle that writes an outcome resets the
+count (lease_losses, compared after every step as well).
 
 The only thing the model cannot predict is the backoff's jitter: a failed attempt's
 available_at is read back and checked to lie in [d/2, d] (SPEC.md section 4).
@@ -33,6 +36,7 @@ Conn = psycopg.Connection[tuple[Any, ...]]
 
 TOPIC = "model"
 MAX_ATTEMPTS = 3
+MAX_LEASE_LOSSES = 2
 BACKOFF_BASE = timedelta(seconds=10)
 BACKOFF_MAX = timedelta(seconds=40)
 RETENTION = timedelta(hours=1)
@@ -53,6 +57,7 @@ class Job:
     token: int = 0
     locked_by: str | None = None
     locked_until: datetime | None = None
+    lease_losses: int = 0
 
     def release(self, now: datetime) -> None:
         self.locked_by = None
@@ -90,8 +95,8 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
         @initialize()
         def topic(self) -> None:
             conn.execute("select brooq.declare_topic(name => %s, max_attempts => %s, backoff_base => %s,"
-                         " backoff_max => %s, retention => %s)",
-                         [TOPIC, MAX_ATTEMPTS, BACKOFF_BASE, BACKOFF_MAX, RETENTION])
+                         " backoff_max => %s, retention => %s, max_lease_losses => %s)",
+                         [TOPIC, MAX_ATTEMPTS, BACKOFF_BASE, BACKOFF_MAX, RETENTION, MAX_LEASE_LOSSES])
 
         # --- the clock ------------------------------------------------------------
 
@@ -123,10 +128,14 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                                 "worker => %s, topics => array[%s], max_jobs => %s, lease => %s)",
                                 [worker, TOPIC, max_jobs, lease]).fetchall()
             assert sorted(r[0] for r in rows) == sorted(j.id for j in ready)
-            for j in ready:
-                j.state, j.attempts, j.token = "processing", j.attempts + 1, j.token + 1
-                j.locked_by, j.locked_until, j.updated_at = worker, self.now + lease, self.now
             got = {r[0]: r for r in rows}
+            # the lease token is random (unguessable, SPEC.md section 9): one per claim
+            # call, never the job's previous one
+            assert len({r[2] for r in rows}) <= 1
+            for j in ready:
+                assert got[j.id][2] != j.token, "a claim must give a new lease token"
+                j.state, j.attempts, j.token = "processing", j.attempts + 1, got[j.id][2]
+                j.locked_by, j.locked_until, j.updated_at = worker, self.now + lease, self.now
             for j in ready:
                 assert got[j.id][1:] == (j.attempts, j.token, j.locked_until)
             return multiple(*(Claim(j.id, worker, j.token) for j in ready))
@@ -163,6 +172,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                 return
             j = self.jobs[c.job_id]
             j.release(self.now)
+            j.lease_losses = 0  # an outcome was written: no poison pill
             if outcome == "done":
                 j.state = "done"
             elif outcome == "cancel":
@@ -202,8 +212,20 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                        if j.state == "processing" and j.locked_until is not None and j.locked_until < self.now]
             assert sorted(r[0] for r in rows) == sorted(j.id for j in expired)
             for j in expired:
-                j.state, j.available_at = "pending", self.now  # attempts unchanged (invariant 7)
+                j.lease_losses += 1  # attempts unchanged (invariant 6)
+                if j.lease_losses >= MAX_LEASE_LOSSES:
+                    j.state = "dead"  # the poison pill (invariant 7, amended); available_at kept
+                else:
+                    j.state, j.available_at = "pending", self.now
                 j.release(self.now)
+
+        @rule(worker=WORKERS, max_jobs=st.integers(min_value=1, max_value=3), lease=LEASES)
+        def crash(self, worker: str, max_jobs: int, lease: timedelta) -> None:
+            """A worker claims and dies: its lease runs out, a reaper comes (the poison
+            pill's path, made likely: several crashes of one job in a row)."""
+            self.claim(worker, max_jobs, lease)
+            self.advance(int(lease.total_seconds()) + 1)
+            self.reap()
 
         @rule()
         def purge(self) -> None:
@@ -225,14 +247,15 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
         @invariant()
         def rows_match_the_model(self) -> None:
             cur = conn.execute("select id, state, attempts, lease_token, locked_by, locked_until,"
-                               " available_at, updated_at from brooq.job order by id")
+                               " available_at, updated_at, lease_losses from brooq.job order by id")
             rows = {r[0]: r[1:] for r in cur.fetchall()}
             assert set(rows) == set(self.jobs)
             for j in self.jobs.values():
                 expected = (j.state, j.attempts, j.token, j.locked_by, j.locked_until, j.available_at,
-                            j.updated_at)
+                            j.updated_at, j.lease_losses)
                 assert rows[j.id] == expected, (j.id, rows[j.id], expected)
-                assert j.state != "dead" or j.attempts >= MAX_ATTEMPTS  # invariant 7
+                # invariant 7, amended: a failure on the last attempt, or the poison pill
+                assert j.state != "dead" or j.attempts >= MAX_ATTEMPTS or j.lease_losses >= MAX_LEASE_LOSSES
 
         def teardown(self) -> None:
             conn.execute("reset brooq.now")
