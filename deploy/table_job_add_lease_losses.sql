@@ -12,4 +12,9 @@ alter table brooq.job
     add column lease_losses integer not null default 0,
     add constraint job_lease_losses_not_negative check (lease_losses >= 0);
 
+-- brooq.claim takes at most one such job per call: found through this index, which
+-- is empty on a healthy queue (so the extra lookup costs nothing).
+create index job_suspect_idx on brooq.job (topic, priority desc, available_at, id)
+    where state in ('pending', 'failed') and lease_losses > 0;
+
 commit;

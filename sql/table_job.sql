@@ -68,6 +68,12 @@ create index job_ready_idx on brooq.job (topic, priority desc, available_at, id)
 create index job_lease_idx on brooq.job (locked_until)
     where locked_until is not null;
 
+-- claim: ready jobs that lost their lease since their last outcome, taken at most one
+-- per claim (see brooq.claim and brooq.reap); empty on a healthy queue.
+-- (table_job_add_lease_losses)
+create index job_suspect_idx on brooq.job (topic, priority desc, available_at, id)
+    where state in ('pending', 'failed') and lease_losses > 0;
+
 -- purge: terminal rows by age, per topic.
 create index job_terminal_idx on brooq.job (topic, updated_at)
     where state in ('done', 'dead', 'canceled');

@@ -68,6 +68,10 @@ GATHER_GAP = 0.0005  # seconds: a claim waits this long after the last finished 
 GATHER_MAX = 0.002  # ...and at most this long after the first (see Worker._claim_at)
 MAX_SLEEP = 1.0  # the loop turns at least this often (health, stop requests)
 REAP_BATCH = 1000
+# A prefetched job starts only on a lease confirmed this recently (its claim, or a
+# heartbeat that kept it); an older one is checked first, in one heartbeat for all
+# such jobs. This bounds how long after a cancel (or a reap) a handler may start.
+START_CONFIRM = 0.1  # seconds
 
 
 class Reaped(NamedTuple):
@@ -117,6 +121,7 @@ class Worker:
         self._lock = threading.Lock()
         self._waker = Waker()
         self._completions: deque[tuple[Attempt, Outcome]] = deque()
+        self._unconfirmed: deque[Attempt] = deque()  # prefetched, to confirm before they start
         self._running: set[Attempt] = set()
         self._leases = Leases(self.name, c.lease, self._counts, on_lost=self._lost)
         self._settler = Settler(self.name, self._counts, release=self._leases.release)
@@ -371,6 +376,8 @@ class Worker:
             self._settler.settle(conn)  # no claim rides along soon: settle alone
         if self._leases.due(now):
             self._leases.heartbeat(conn, now)
+        if self._unconfirmed:
+            self._confirm_prefetched(conn, now)
         if now >= self._next_reap:
             self._reap(conn, now)
         if self._server is not None and now >= self._next_stats:
@@ -556,6 +563,17 @@ class Worker:
                      att.job.id, att.job.topic)
             self._cancel_attempt(att, "lease lost", now)
 
+    def _confirm_prefetched(self, conn: psycopg.Connection[Any], now: float) -> None:
+        """Prefetched jobs about to start on a lease not confirmed lately: one heartbeat of
+        them says which are still ours (a canceled or reaped one is lost there), then
+        they go back to the pool, where a lost one is skipped."""
+        batch = list(self._unconfirmed)
+        self._leases.heartbeat(conn, now, only=batch)
+        for _ in batch:
+            att = self._unconfirmed.popleft()
+            assert self._pool is not None
+            self._pool.submit(self._run_sync, att)
+
     def _reap(self, conn: psycopg.Connection[Any], now: float) -> None:
         rows = conn.cursor(row_factory=self._reaped_rows).execute(queries.REAP, [REAP_BATCH]).fetchall()
         self._next_reap = now + self._reap_every
@@ -571,11 +589,19 @@ class Worker:
         with self._lock:
             if att.phase != QUEUED:
                 return  # withdrawn by a graceful stop: handed back to the queue
+            now = time.monotonic()
+            if not (att.closed or att.job.canceled.is_set()) and now - att.confirmed > START_CONFIRM \
+                    and now < att.expires:
+                self._unconfirmed.append(att)  # the loop confirms its lease, then resubmits it
+                self._waker.wake()
+                return
             self._queued -= 1
-            if att.closed or att.job.canceled.is_set():
-                att.phase = SKIPPED  # lease lost (or shutdown) before it started: never run
+            if att.closed or att.job.canceled.is_set() or now >= att.expires:
+                # lease lost, canceled, shutdown, or run out (by our clock) before it
+                # started: never run (one whose lease is still ours is handed back)
+                att.phase = SKIPPED
             else:
-                att.begin(time.monotonic())
+                att.begin(now)
         if att.phase == SKIPPED:
             self._completions.append((att, Outcome("failed")))  # ignored: the attempt is closed
             self._waker.wake()
@@ -617,8 +643,11 @@ class Worker:
         while self._completions:
             att, outcome = self._completions.popleft()
             self._running.discard(att)
-            if att.phase != STARTED:
-                continue  # never run (its lease was lost before a thread took it)
+            if att.phase != STARTED:  # never run: its lease was lost or ran out before it started
+                if not att.closed:  # ran out by our clock: hand it back if it is still ours
+                    att.closed = True
+                    self._settler.add(att, Outcome("preserve", None, timedelta(0)))
+                continue
             self._durations[att.job.topic].observe(att.elapsed)
             if att.closed:
                 if att.hung_reported:

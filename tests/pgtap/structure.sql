@@ -68,7 +68,7 @@ select ok(
     'job has per-table autovacuum settings for a high-churn queue');
 
 select indexes_are('brooq', 'job',
-    array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx'],
+    array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx', 'job_suspect_idx'],
     'job has exactly its five indexes');
 select has_index('brooq', 'job', 'job_ready_idx', array['topic', 'priority', 'available_at', 'id', 'state'],
     'job_ready_idx is on (topic, priority, available_at, id), carrying state for topic_stats');
