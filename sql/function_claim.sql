@@ -15,7 +15,7 @@
 -- (the Python worker reaps every lease/2, pg_cron can too).
 --
 -- At most one job that lost its lease since its last outcome (lease_losses > 0)
--- per call (per topic with several topics): when a poison pill kills its worker
+-- per call, whatever the number of topics: when a poison pill kills its worker
 -- process, the jobs claimed with it die too and are reaped with it, all ready at
 -- the same instant; claimed together again, they would die together again and
 -- reach max_lease_losses with it. Taken one per claim, they part ways.
@@ -173,6 +173,8 @@ begin
                     limit 1
                       for no key update skip locked
              ) as h
+             order by h.priority desc, h.available_at, h.id
+             limit 1
         ), ready as (
             select r.id
               from (select * from fresh union all select * from suspect) as r

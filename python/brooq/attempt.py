@@ -35,6 +35,7 @@ class TopicHandler:
     retention: timedelta
     max_payload_bytes: int
     notify: bool
+    max_lease_losses: int = 5
 
 
 class Attempt:

@@ -109,11 +109,14 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
                   backoff_base: timedelta = timedelta(seconds=1),
                   backoff_max: timedelta = timedelta(minutes=1),
                   retention: timedelta = timedelta(days=30),
-                  max_payload_bytes: int = 1 << 20, notify: bool = True) -> None:
-    """Create a topic or set all of its settings (idempotent; needs brooq_admin)."""
+                  max_payload_bytes: int = 1 << 20, notify: bool = True,
+                  max_lease_losses: int = 5) -> None:
+    """Create a topic or set all of its settings (idempotent; needs brooq_admin).
+    ``max_lease_losses``: that many lease losses (reaps) of a job in a row, with no
+    outcome written between, make it dead (a handler that kills its process)."""
     with mapped():
         conn.execute(queries.DECLARE_TOPIC, [name, max_attempts, backoff_base, backoff_max,
-                                             retention, max_payload_bytes, notify])
+                                             retention, max_payload_bytes, notify, max_lease_losses])
 
 
 def cancel(conn: Conn, job_id: int) -> bool:

@@ -172,7 +172,8 @@ class Worker:
                 backoff_max: timedelta = timedelta(minutes=1),
                 retention: timedelta = timedelta(days=30), max_payload_bytes: int = 1 << 20,
                 notify: bool = True,
-                timeout: timedelta | None = timedelta(minutes=1)) -> Callable[[F], F]:
+                timeout: timedelta | None = timedelta(minutes=1),
+                max_lease_losses: int = 5) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``topic``.
 
         The topic settings are declared in the database when the worker starts
@@ -190,7 +191,7 @@ class Worker:
         def register(fn: F) -> F:
             self._handlers[topic] = TopicHandler(
                 topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
-                backoff_max, retention, max_payload_bytes, notify)
+                backoff_max, retention, max_payload_bytes, notify, max_lease_losses)
             self._counts.add_topic(topic)
             self.metrics.declare_topic(topic)
             self._durations[topic] = self.metrics.duration.labels(topic)
@@ -213,7 +214,8 @@ class Worker:
     def _declare(conn: psycopg.Connection[Any], h: TopicHandler) -> None:
         declare_topic(conn, h.topic, max_attempts=h.max_attempts, backoff_base=h.backoff_base,
                       backoff_max=h.backoff_max, retention=h.retention,
-                      max_payload_bytes=h.max_payload_bytes, notify=h.notify)
+                      max_payload_bytes=h.max_payload_bytes, notify=h.notify,
+                      max_lease_losses=h.max_lease_losses)
 
     # --- control from other threads -----------------------------------------------
 
