@@ -58,6 +58,7 @@ from brooq.redact import one_line
 from brooq.rows import fields_row
 from brooq.settler import Settler
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+from brooq.watchdog import Watchdog
 
 log = logging.getLogger("brooq.worker")
 
@@ -164,6 +165,8 @@ class Worker:
         self._queued = 0  # prefetched jobs no thread has started yet (under _lock)
         self._pipeline = psycopg.Pipeline.is_supported()  # libpq >= 14
         self._statement_timeout_ms = max(1000, int(c.lease.total_seconds() * 500))
+        # a turn with no answer for longer than a statement may take: a silent connection
+        self._watchdog = Watchdog(self.name, self._statement_timeout_ms / 1000 + 1.0)
 
     # --- registration -------------------------------------------------------------
 
@@ -354,7 +357,8 @@ class Worker:
                 self._connect(now)
             if self._conn is not None:
                 try:
-                    self._turn(self._conn, now)
+                    with self._watchdog.guard(self._conn):
+                        self._turn(self._conn, now)
                 except psycopg.Error as exc:
                     if exc.sqlstate in FATAL_SQLSTATES:  # unknown topic, missing rights
                         self._fatal = translate(exc) or exc
