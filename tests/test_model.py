@@ -8,7 +8,8 @@ Lease tokens always come from claim's result; settles and heartbeats with stale 
 (of older claims, or of another worker) are part of the game and must change nothing.
 The poison pill is modelled too: the topic's max_lease_losses (2 here, so that runs
 reach it) reaps in a row make a job dead; a settle that writes an outcome resets the
-count (lease_losses, compared after every step as well).
+count (lease_losses, compared after every step as well); a claim takes at most one
+job that has lost its lease.
 
 The only thing the model cannot predict is the backoff's jitter: a failed attempt's
 available_at is read back and checked to lie in [d/2, d] (SPEC.md section 4).
@@ -121,9 +122,15 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
 
         @rule(target=claims, worker=WORKERS, max_jobs=st.integers(min_value=1, max_value=3), lease=LEASES)
         def claim(self, worker: str, max_jobs: int, lease: timedelta) -> Any:
-            ready = sorted((j for j in self.jobs.values()
-                            if j.state in ("pending", "failed") and j.available_at <= self.now),
-                           key=lambda j: (-j.priority, j.available_at, j.id))[:max_jobs]
+            def order(j: Job) -> tuple[int, datetime, int]:
+                return (-j.priority, j.available_at, j.id)
+
+            candidates = sorted((j for j in self.jobs.values()
+                                 if j.state in ("pending", "failed") and j.available_at <= self.now), key=order)
+            # at most one job that lost its lease per claim (the poison pill's neighbours)
+            fresh = [j for j in candidates if j.lease_losses == 0][:max_jobs]
+            suspect = [j for j in candidates if j.lease_losses > 0][:1]
+            ready = sorted(fresh + suspect, key=order)[:max_jobs]
             rows = conn.execute("select id, attempt, lease_token, locked_until from brooq.claim("
                                 "worker => %s, topics => array[%s], max_jobs => %s, lease => %s)",
                                 [worker, TOPIC, max_jobs, lease]).fetchall()
