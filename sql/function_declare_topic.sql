@@ -1,5 +1,6 @@
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
---                     max_payload_bytes, notify, max_lease) -> brooq.topic
+--                     max_payload_bytes, notify, max_lease, max_lease_losses)
+--                     -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -18,6 +19,9 @@
 --   notify             NOTIFY brooq on enqueue to wake workers (off: they poll)
 --   max_lease          the longest lease claim may give and heartbeat renew;
 --                      1 second to 7 days, no negative part (default 1 hour)
+--   max_lease_losses   the poison-pill rule: a job whose lease is lost (reaped) this
+--                      many times in a row, with no outcome written in between, is
+--                      made dead by brooq.reap; 1 to 1000 (default 5)
 --
 -- Returns: the topic row as stored.
 -- Errors:
@@ -25,8 +29,10 @@
 --   22023 invalid_parameter_value  a bad name or setting
 -- Touches: inserts or updates one row of brooq.topic.
 
--- 0.1.0's signature, without max_lease.
+-- 0.1.0's signature, without max_lease; and the one of 0.2.0's development before
+-- max_lease_losses (never released; harmless where it does not exist).
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
 
 create or replace function brooq.declare_topic(
     name text,
@@ -36,7 +42,8 @@ create or replace function brooq.declare_topic(
     retention interval default '30 days',
     max_payload_bytes integer default 1048576,
     notify boolean default true,
-    max_lease interval default '1 hour')
+    max_lease interval default '1 hour',
+    max_lease_losses integer default 5)
 returns brooq.topic
 language plpgsql
 security definer
@@ -49,7 +56,8 @@ begin
     if declare_topic.name is null or declare_topic.max_attempts is null
         or declare_topic.backoff_base is null or declare_topic.backoff_max is null
         or declare_topic.retention is null or declare_topic.max_payload_bytes is null
-        or declare_topic.notify is null or declare_topic.max_lease is null then
+        or declare_topic.notify is null or declare_topic.max_lease is null
+        or declare_topic.max_lease_losses is null then
         raise exception 'brooq.declare_topic: arguments must not be NULL'
             using errcode = 'null_value_not_allowed',
                   hint = 'Leave an argument out to take its default.';
@@ -114,12 +122,19 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'max_lease must be between 1 second and 7 days, positive in every part, e.g. ''1 hour''.';
     end if;
+    if declare_topic.max_lease_losses not between 1 and 1000 then
+        raise exception 'invalid max_lease_losses % for topic "%"', declare_topic.max_lease_losses, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_lease_losses must be between 1 and 1000 (lease losses in a row before a job is dead).';
+    end if;
 
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
-                                  max_payload_bytes, notify, created_at, updated_at, max_lease)
+                                  max_payload_bytes, notify, created_at, updated_at, max_lease,
+                                  max_lease_losses)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
-            declare_topic.notify, v_now, v_now, declare_topic.max_lease)
+            declare_topic.notify, v_now, v_now, declare_topic.max_lease,
+            declare_topic.max_lease_losses)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -128,14 +143,15 @@ begin
             max_payload_bytes = excluded.max_payload_bytes,
             notify = excluded.notify,
             max_lease = excluded.max_lease,
+            max_lease_losses = excluded.max_lease_losses,
             updated_at = excluded.updated_at
     returning t.* into v_topic;
     return v_topic;
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval) is
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer) is
 'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer) to brooq_admin;

@@ -2,13 +2,22 @@
 --
 -- Returns jobs whose lease expired (processing, locked_until < now) to pending:
 -- available_at = now, lease cleared, attempts unchanged (a crash is not a
--- failure, so a reap never makes a job dead), and last_error notes whose lease
--- expired when. Oldest expiry first, at most max_jobs per call. Rows are taken
--- with SKIP LOCKED, so any number of reapers may run at once.
+-- failure: a reap charges no attempt), lease_losses + 1, and last_error notes
+-- whose lease expired when. Oldest expiry first, at most max_jobs per call. Rows
+-- are taken with SKIP LOCKED, so any number of reapers may run at once.
+--
+-- The poison pill: a job whose handler kills its process every time would be
+-- reaped and claimed forever. When this reap is the job's max_lease_losses-th in
+-- a row (its topic's setting; lease_losses counts reaps since an outcome was
+-- last written, and every settle resets it), the job becomes dead instead, lease
+-- cleared, attempts unchanged, and last_error says so:
+--   'lease lost 5 times in a row (max_lease_losses 5), the last of worker w
+--    expired at ...; job dead'
+-- This is the only way a job is dead without a failure on its last attempt.
 --
 -- Parameters:
 --   max_jobs  1 to 100000 (default 1000)
--- Returns: (id, topic) of each job put back.
+-- Returns: (id, topic) of each job put back or made dead.
 -- Errors:
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
@@ -33,32 +42,43 @@ begin
                   hint = 'max_jobs must be between 1 and 100000.';
     end if;
 
+    -- Topics are never deleted; a job of an unknown topic (written by hand) takes
+    -- the default of 5.
     return query
     with expired as (
-        select j.id
+        select j.id,
+               j.lease_losses + 1 >= coalesce(t.max_lease_losses, 5) as poison,
+               coalesce(t.max_lease_losses, 5) as max_losses
           from brooq.job j
+          left join brooq.topic t on t.name = j.topic
          where j.locked_until < v_now
            and j.state = 'processing'
          order by j.locked_until
          limit reap.max_jobs
-           for no key update skip locked
+           for no key update of j skip locked
     )
     update brooq.job j
-       set state = 'pending',
-           available_at = v_now,
-           last_error = format('lease of worker %s expired at %s; job returned to the queue',
-                               j.locked_by, j.locked_until),
+       set state = case when e.poison then 'dead' else 'pending' end,
+           available_at = case when e.poison then j.available_at else v_now end,
+           lease_losses = j.lease_losses + 1,
+           last_error = case
+               when e.poison then format(
+                   'lease lost %s times in a row (max_lease_losses %s), the last of worker %s expired at %s; job dead',
+                   j.lease_losses + 1, e.max_losses, j.locked_by, j.locked_until)
+               else format('lease of worker %s expired at %s; job returned to the queue',
+                           j.locked_by, j.locked_until)
+           end,
            locked_by = null,
            locked_until = null,
            updated_at = v_now
-      from expired
-     where j.id = expired.id
+      from expired e
+     where j.id = e.id
     returning j.id, j.topic;
 end
 $$;
 
 comment on function brooq.reap(integer) is
-'Put jobs whose lease expired back to pending (attempts unchanged); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
+'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
 
 revoke all on function brooq.reap(integer) from public;
 grant execute on function brooq.reap(integer) to brooq_worker;

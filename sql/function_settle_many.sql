@@ -19,9 +19,11 @@
 --   preserve  -> failed, the charged attempt is given back (attempts - 1), retried
 --                after least(coalesce(delay, backoff_base), backoff_max); never dead.
 --   cancel    -> canceled.
--- Every outcome clears the lease; errors[i], when given, becomes last_error
--- (cut to 2000 characters). A watched job (brooq.watch) made terminal is
--- announced with NOTIFY brooq_settled, its id as payload.
+-- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
+-- an outcome, so the job is no poison pill; see brooq.reap); errors[i], when given,
+-- becomes last_error (cut to 2000 characters).
+-- A watched job (brooq.watch) made terminal is announced with NOTIFY
+-- brooq_settled, its id as payload.
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -131,6 +133,7 @@ begin
                else u.result
            end,
            last_error = coalesce(left(u.error, 2000), j.last_error),
+           lease_losses = 0,
            locked_by = null,
            locked_until = null,
            updated_at = v_now

@@ -107,6 +107,8 @@ create table brooq.topic (
     updated_at        timestamptz not null,
     -- the longest lease claim and heartbeat may give (table_topic_add_max_lease)
     max_lease         interval    not null default '1 hour',
+    -- lease losses in a row that make a job dead (table_topic_add_max_lease_losses)
+    max_lease_losses  integer     not null default 5,
     constraint topic_pkey primary key (name),
     constraint topic_name_valid check (name ~ '^[a-z0-9._-]{1,128}$'),
     constraint topic_max_attempts_positive check (max_attempts between 1 and 1000),
@@ -114,7 +116,8 @@ create table brooq.topic (
     constraint topic_backoff_max_not_below_base check (backoff_max >= backoff_base),
     constraint topic_retention_not_negative check (retention >= interval '0'),
     constraint topic_max_payload_bytes_range check (max_payload_bytes between 1 and 268435455),
-    constraint topic_max_lease_range check (max_lease between interval '1 second' and interval '7 days')
+    constraint topic_max_lease_range check (max_lease between interval '1 second' and interval '7 days'),
+    constraint topic_max_lease_losses_range check (max_lease_losses between 1 and 1000)
 );
 
 comment on table brooq.topic is
@@ -159,6 +162,9 @@ create table brooq.job (
     lease_token     bigint          not null default 0,
     last_error      text,
     result          jsonb,
+    -- lease losses (reaps) in a row since an outcome was last written; at the
+    -- topic's max_lease_losses reap makes the job dead (table_job_add_lease_losses)
+    lease_losses    integer         not null default 0,
     -- what the running handler last reported (table_job_add_progress)
     progress        jsonb,
     constraint job_pkey primary key (id),
@@ -166,7 +172,8 @@ create table brooq.job (
         (state = 'processing') = (locked_by is not null)
         and (locked_by is null) = (locked_until is null)),
     constraint job_attempts_not_negative check (attempts >= 0),
-    constraint job_idempotency_key_not_empty check (idempotency_key <> '')
+    constraint job_idempotency_key_not_empty check (idempotency_key <> ''),
+    constraint job_lease_losses_not_negative check (lease_losses >= 0)
 )
 with (
     -- A queue table churns: vacuum and analyze it often, in short passes,
@@ -191,6 +198,12 @@ create index job_ready_idx on brooq.job (topic, priority desc, available_at, id)
 -- believes ~0 rows are in flight and would scan this index in a batched settle).
 create index job_lease_idx on brooq.job (locked_until)
     where locked_until is not null;
+
+-- claim: ready jobs that lost their lease since their last outcome, taken at most one
+-- per claim (see brooq.claim and brooq.reap); empty on a healthy queue.
+-- (table_job_add_lease_losses)
+create index job_suspect_idx on brooq.job (topic, priority desc, available_at, id)
+    where state in ('pending', 'failed') and lease_losses > 0;
 
 -- purge: terminal rows by age, per topic.
 create index job_terminal_idx on brooq.job (topic, updated_at)
@@ -286,7 +299,8 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 -- change function_declare_topic
 
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
---                     max_payload_bytes, notify, max_lease) -> brooq.topic
+--                     max_payload_bytes, notify, max_lease, max_lease_losses)
+--                     -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -305,6 +319,9 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 --   notify             NOTIFY brooq on enqueue to wake workers (off: they poll)
 --   max_lease          the longest lease claim may give and heartbeat renew;
 --                      1 second to 7 days, no negative part (default 1 hour)
+--   max_lease_losses   the poison-pill rule: a job whose lease is lost (reaped) this
+--                      many times in a row, with no outcome written in between, is
+--                      made dead by brooq.reap; 1 to 1000 (default 5)
 --
 -- Returns: the topic row as stored.
 -- Errors:
@@ -312,8 +329,10 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 --   22023 invalid_parameter_value  a bad name or setting
 -- Touches: inserts or updates one row of brooq.topic.
 
--- 0.1.0's signature, without max_lease.
+-- 0.1.0's signature, without max_lease; and the one of 0.2.0's development before
+-- max_lease_losses (never released; harmless where it does not exist).
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
 
 create or replace function brooq.declare_topic(
     name text,
@@ -323,7 +342,8 @@ create or replace function brooq.declare_topic(
     retention interval default '30 days',
     max_payload_bytes integer default 1048576,
     notify boolean default true,
-    max_lease interval default '1 hour')
+    max_lease interval default '1 hour',
+    max_lease_losses integer default 5)
 returns brooq.topic
 language plpgsql
 security definer
@@ -336,7 +356,8 @@ begin
     if declare_topic.name is null or declare_topic.max_attempts is null
         or declare_topic.backoff_base is null or declare_topic.backoff_max is null
         or declare_topic.retention is null or declare_topic.max_payload_bytes is null
-        or declare_topic.notify is null or declare_topic.max_lease is null then
+        or declare_topic.notify is null or declare_topic.max_lease is null
+        or declare_topic.max_lease_losses is null then
         raise exception 'brooq.declare_topic: arguments must not be NULL'
             using errcode = 'null_value_not_allowed',
                   hint = 'Leave an argument out to take its default.';
@@ -401,12 +422,19 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'max_lease must be between 1 second and 7 days, positive in every part, e.g. ''1 hour''.';
     end if;
+    if declare_topic.max_lease_losses not between 1 and 1000 then
+        raise exception 'invalid max_lease_losses % for topic "%"', declare_topic.max_lease_losses, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_lease_losses must be between 1 and 1000 (lease losses in a row before a job is dead).';
+    end if;
 
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
-                                  max_payload_bytes, notify, created_at, updated_at, max_lease)
+                                  max_payload_bytes, notify, created_at, updated_at, max_lease,
+                                  max_lease_losses)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
-            declare_topic.notify, v_now, v_now, declare_topic.max_lease)
+            declare_topic.notify, v_now, v_now, declare_topic.max_lease,
+            declare_topic.max_lease_losses)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -415,17 +443,18 @@ begin
             max_payload_bytes = excluded.max_payload_bytes,
             notify = excluded.notify,
             max_lease = excluded.max_lease,
+            max_lease_losses = excluded.max_lease_losses,
             updated_at = excluded.updated_at
     returning t.* into v_topic;
     return v_topic;
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval) is
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer) is
 'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer) to brooq_admin;
 
 -- change function_pause_topic
 
@@ -509,13 +538,22 @@ grant execute on function brooq.resume_topic(text) to brooq_admin;
 --
 -- Returns jobs whose lease expired (processing, locked_until < now) to pending:
 -- available_at = now, lease cleared, attempts unchanged (a crash is not a
--- failure, so a reap never makes a job dead), and last_error notes whose lease
--- expired when. Oldest expiry first, at most max_jobs per call. Rows are taken
--- with SKIP LOCKED, so any number of reapers may run at once.
+-- failure: a reap charges no attempt), lease_losses + 1, and last_error notes
+-- whose lease expired when. Oldest expiry first, at most max_jobs per call. Rows
+-- are taken with SKIP LOCKED, so any number of reapers may run at once.
+--
+-- The poison pill: a job whose handler kills its process every time would be
+-- reaped and claimed forever. When this reap is the job's max_lease_losses-th in
+-- a row (its topic's setting; lease_losses counts reaps since an outcome was
+-- last written, and every settle resets it), the job becomes dead instead, lease
+-- cleared, attempts unchanged, and last_error says so:
+--   'lease lost 5 times in a row (max_lease_losses 5), the last of worker w
+--    expired at ...; job dead'
+-- This is the only way a job is dead without a failure on its last attempt.
 --
 -- Parameters:
 --   max_jobs  1 to 100000 (default 1000)
--- Returns: (id, topic) of each job put back.
+-- Returns: (id, topic) of each job put back or made dead.
 -- Errors:
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
@@ -540,32 +578,43 @@ begin
                   hint = 'max_jobs must be between 1 and 100000.';
     end if;
 
+    -- Topics are never deleted; a job of an unknown topic (written by hand) takes
+    -- the default of 5.
     return query
     with expired as (
-        select j.id
+        select j.id,
+               j.lease_losses + 1 >= coalesce(t.max_lease_losses, 5) as poison,
+               coalesce(t.max_lease_losses, 5) as max_losses
           from brooq.job j
+          left join brooq.topic t on t.name = j.topic
          where j.locked_until < v_now
            and j.state = 'processing'
          order by j.locked_until
          limit reap.max_jobs
-           for no key update skip locked
+           for no key update of j skip locked
     )
     update brooq.job j
-       set state = 'pending',
-           available_at = v_now,
-           last_error = format('lease of worker %s expired at %s; job returned to the queue',
-                               j.locked_by, j.locked_until),
+       set state = case when e.poison then 'dead' else 'pending' end,
+           available_at = case when e.poison then j.available_at else v_now end,
+           lease_losses = j.lease_losses + 1,
+           last_error = case
+               when e.poison then format(
+                   'lease lost %s times in a row (max_lease_losses %s), the last of worker %s expired at %s; job dead',
+                   j.lease_losses + 1, e.max_losses, j.locked_by, j.locked_until)
+               else format('lease of worker %s expired at %s; job returned to the queue',
+                           j.locked_by, j.locked_until)
+           end,
            locked_by = null,
            locked_until = null,
            updated_at = v_now
-      from expired
-     where j.id = expired.id
+      from expired e
+     where j.id = e.id
     returning j.id, j.topic;
 end
 $$;
 
 comment on function brooq.reap(integer) is
-'Put jobs whose lease expired back to pending (attempts unchanged); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
+'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
 
 revoke all on function brooq.reap(integer) from public;
 grant execute on function brooq.reap(integer) to brooq_worker;
@@ -1358,6 +1407,13 @@ grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz,
 -- Claim does not take over expired leases: brooq.reap returns them to pending
 -- (the Python worker reaps every lease/2, pg_cron can too).
 --
+-- At most one job that lost its lease since its last outcome (lease_losses > 0)
+-- per call, whatever the number of topics: when a poison pill kills its worker
+-- process, the jobs claimed with it die too and are reaped with it, all ready at
+-- the same instant; claimed together again, they would die together again and
+-- reach max_lease_losses with it. Taken one per claim, they part ways.
+-- (job_suspect_idx finds them; it is empty on a healthy queue.)
+--
 -- Parameters:
 --   worker    a non-empty name for the caller, unique per worker process
 --   topics    the topics to take jobs from (unknown ones are an error)
@@ -1439,15 +1495,32 @@ begin
         -- Kept apart from the merged form below, which serves one topic too but
         -- measured twice as slow for it (claim of 100: 2.7 ms against 1.3 ms).
         return query
-        with ready as (
-            select j.id
+        with fresh as (
+            select j.id, j.priority, j.available_at
               from brooq.job j
              where j.state in ('pending', 'failed')
                and j.topic = v_active[1]
                and j.available_at <= v_now
+               and j.lease_losses = 0
              order by j.priority desc, j.available_at, j.id
              limit claim.max_jobs
                for no key update skip locked
+        ), suspect as (
+            -- at most one job that lost its lease (see the header): job_suspect_idx
+            select j.id, j.priority, j.available_at
+              from brooq.job j
+             where j.state in ('pending', 'failed')
+               and j.topic = v_active[1]
+               and j.available_at <= v_now
+               and j.lease_losses > 0
+             order by j.priority desc, j.available_at, j.id
+             limit 1
+               for no key update skip locked
+        ), ready as (
+            select r.id
+              from (select * from fresh union all select * from suspect) as r
+             order by r.priority desc, r.available_at, r.id
+             limit claim.max_jobs
         )
         update brooq.job j
            set state = 'processing',
@@ -1465,8 +1538,8 @@ begin
         -- topic's head that lose the merge stay locked until this transaction
         -- ends (a claim's transaction is short); other claimers skip them.
         return query
-        with ready as (
-            select h.id
+        with fresh as (
+            select h.id, h.priority, h.available_at
               from unnest(v_active) as a(topic)
              cross join lateral (
                    select j.id, j.priority, j.available_at
@@ -1474,11 +1547,31 @@ begin
                     where j.state in ('pending', 'failed')
                       and j.topic = a.topic
                       and j.available_at <= v_now
+                      and j.lease_losses = 0
                     order by j.priority desc, j.available_at, j.id
                     limit claim.max_jobs
                       for no key update skip locked
              ) as h
+        ), suspect as (
+            select h.id, h.priority, h.available_at
+              from unnest(v_active) as a(topic)
+             cross join lateral (
+                   select j.id, j.priority, j.available_at
+                     from brooq.job j
+                    where j.state in ('pending', 'failed')
+                      and j.topic = a.topic
+                      and j.available_at <= v_now
+                      and j.lease_losses > 0
+                    order by j.priority desc, j.available_at, j.id
+                    limit 1
+                      for no key update skip locked
+             ) as h
              order by h.priority desc, h.available_at, h.id
+             limit 1
+        ), ready as (
+            select r.id
+              from (select * from fresh union all select * from suspect) as r
+             order by r.priority desc, r.available_at, r.id
              limit claim.max_jobs
         )
         update brooq.job j
@@ -1680,9 +1773,11 @@ revoke all on table brooq.job_watch from public;
 --   preserve  -> failed, the charged attempt is given back (attempts - 1), retried
 --                after least(coalesce(delay, backoff_base), backoff_max); never dead.
 --   cancel    -> canceled.
--- Every outcome clears the lease; errors[i], when given, becomes last_error
--- (cut to 2000 characters). A watched job (brooq.watch) made terminal is
--- announced with NOTIFY brooq_settled, its id as payload.
+-- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
+-- an outcome, so the job is no poison pill; see brooq.reap); errors[i], when given,
+-- becomes last_error (cut to 2000 characters).
+-- A watched job (brooq.watch) made terminal is announced with NOTIFY
+-- brooq_settled, its id as payload.
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -1792,6 +1887,7 @@ begin
                else u.result
            end,
            last_error = coalesce(left(u.error, 2000), j.last_error),
+           lease_losses = 0,
            locked_by = null,
            locked_until = null,
            updated_at = v_now

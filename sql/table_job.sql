@@ -33,6 +33,9 @@ create table brooq.job (
     lease_token     bigint          not null default 0,
     last_error      text,
     result          jsonb,
+    -- lease losses (reaps) in a row since an outcome was last written; at the
+    -- topic's max_lease_losses reap makes the job dead (table_job_add_lease_losses)
+    lease_losses    integer         not null default 0,
     -- what the running handler last reported (table_job_add_progress)
     progress        jsonb,
     constraint job_pkey primary key (id),
@@ -40,7 +43,8 @@ create table brooq.job (
         (state = 'processing') = (locked_by is not null)
         and (locked_by is null) = (locked_until is null)),
     constraint job_attempts_not_negative check (attempts >= 0),
-    constraint job_idempotency_key_not_empty check (idempotency_key <> '')
+    constraint job_idempotency_key_not_empty check (idempotency_key <> ''),
+    constraint job_lease_losses_not_negative check (lease_losses >= 0)
 )
 with (
     -- A queue table churns: vacuum and analyze it often, in short passes,
@@ -65,6 +69,12 @@ create index job_ready_idx on brooq.job (topic, priority desc, available_at, id)
 -- believes ~0 rows are in flight and would scan this index in a batched settle).
 create index job_lease_idx on brooq.job (locked_until)
     where locked_until is not null;
+
+-- claim: ready jobs that lost their lease since their last outcome, taken at most one
+-- per claim (see brooq.claim and brooq.reap); empty on a healthy queue.
+-- (table_job_add_lease_losses)
+create index job_suspect_idx on brooq.job (topic, priority desc, available_at, id)
+    where state in ('pending', 'failed') and lease_losses > 0;
 
 -- purge: terminal rows by age, per topic.
 create index job_terminal_idx on brooq.job (topic, updated_at)

@@ -14,6 +14,8 @@ create table brooq.topic (
     updated_at        timestamptz not null,
     -- the longest lease claim and heartbeat may give (table_topic_add_max_lease)
     max_lease         interval    not null default '1 hour',
+    -- lease losses in a row that make a job dead (table_topic_add_max_lease_losses)
+    max_lease_losses  integer     not null default 5,
     constraint topic_pkey primary key (name),
     constraint topic_name_valid check (name ~ '^[a-z0-9._-]{1,128}$'),
     constraint topic_max_attempts_positive check (max_attempts between 1 and 1000),
@@ -21,7 +23,8 @@ create table brooq.topic (
     constraint topic_backoff_max_not_below_base check (backoff_max >= backoff_base),
     constraint topic_retention_not_negative check (retention >= interval '0'),
     constraint topic_max_payload_bytes_range check (max_payload_bytes between 1 and 268435455),
-    constraint topic_max_lease_range check (max_lease between interval '1 second' and interval '7 days')
+    constraint topic_max_lease_range check (max_lease between interval '1 second' and interval '7 days'),
+    constraint topic_max_lease_losses_range check (max_lease_losses between 1 and 1000)
 );
 
 comment on table brooq.topic is

@@ -4,6 +4,7 @@ planted fault on each bad one (no database needed)."""
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ class Builder:
     h: History = field(default_factory=History)
     rows: dict[int, _Row] = field(default_factory=dict)
     seq: int = 0
+    rng: random.Random = field(default_factory=lambda: random.Random(7))
 
     def job(self, job_id: int, plan: str = "ok", max_attempts: int = 5, acked: bool = True) -> None:
         self.rows[job_id] = _Row(plan=plan, max_attempts=max_attempts)
@@ -49,8 +51,9 @@ class Builder:
             r.state, r.token, r.attempts = new_state, token, attempts
 
     def claim(self, job_id: int, at: float) -> int:
+        """A claim with a new random token, as brooq.claim draws it; returns the token."""
         r = self.rows[job_id]
-        self._log(job_id, at, "processing", r.token + 1, r.attempts + 1)
+        self._log(job_id, at, "processing", self.rng.randrange(-2**63, 2**63), r.attempts + 1)
         return r.token
 
     def execute(self, job_id: int, exec_id: str, start: float, end: float | None, *,
@@ -72,6 +75,20 @@ class Builder:
 
     def reap(self, job_id: int, at: float) -> None:
         self._log(job_id, at, "pending")
+
+    def poison(self, job_id: int, at: float, losses: int = 5) -> None:
+        """``losses`` claims whose handler kills its process, each reaped; the last reap
+        makes the job dead, as brooq.reap does at max_lease_losses."""
+        for i in range(losses):
+            self.claim(job_id, at + 3 * i)
+            pid = 100 + job_id * 10 + i
+            self.execute(job_id, f"p{job_id}-{i}", at + 3 * i + 0.1, None, pid=pid)
+            self.h.process_end[pid] = at + 3 * i + 0.1
+            if i < losses - 1:
+                self.reap(job_id, at + 3 * i + 2.5)
+        self._log(job_id, at + 3 * losses - 0.5, "dead")
+        self.rows[job_id].last_error = (f"lease lost {losses} times in a row (max_lease_losses 5), the last "
+                                        "of worker w expired at ...; job dead")
 
     def cancel(self, job_id: int, at: float) -> None:
         self._log(job_id, at, "canceled")
@@ -126,9 +143,9 @@ def clean() -> Builder:
     b.claim(7, 3.1)
     b.settle(7, 3.6, "done", b.execute(7, "g2", 3.2, 3.5))
     b.job(8)  # prefetched, canceled, started within the bound, then stopped
-    b.claim(8, 1.0)
+    token = b.claim(8, 1.0)
     b.cancel(8, 2.0)
-    b.execute(8, "h1", 2.3, 2.4, token=1, attempt=1, lost=True)
+    b.execute(8, "h1", 2.3, 2.4, token=token, attempt=1, lost=True)
     b.job(9)  # a prefetched claim that never ran (killed), reaped; then a retry after a failure
     b.claim(9, 1.0)
     b.settle(9, 1.6, "failed", b.execute(9, "i1", 1.1, 1.5))
@@ -136,6 +153,16 @@ def clean() -> Builder:
     b.reap(9, 4.0)
     b.claim(9, 4.1)
     b.settle(9, 4.6, "done", b.execute(9, "i3", 4.2, 4.5))
+    b.job(10, plan="exit")  # a poison pill: its handler kills the process; dead at the 5th reap
+    b.poison(10, 1.0)
+    b.job(11)  # four lease losses, a failure (which resets the count), then done
+    for i in range(4):
+        b.claim(11, 1.0 + i)
+        b.reap(11, 1.9 + i)
+    b.claim(11, 6.0)
+    b.settle(11, 6.6, "failed", b.execute(11, "k1", 6.1, 6.5))
+    b.claim(11, 7.0)
+    b.settle(11, 7.6, "done", b.execute(11, "k2", 7.1, 7.5))
     return b
 
 
@@ -143,8 +170,9 @@ def test_a_clean_history_has_no_violation() -> None:
     report = check(clean().build(), cancel_bound=1.0)
     assert report.counts == dict.fromkeys(VIOLATIONS, 0), report.summary()
     f = report.figures
-    assert (f["jobs_acked"], f["jobs_done"], f["jobs_dead"], f["jobs_canceled"]) == (9, 5, 1, 3)
-    assert (f["reaps"], f["reexecutions"], f["executions_unfinished"]) == (3, 5, 1)
+    assert (f["jobs_acked"], f["jobs_done"], f["jobs_dead"], f["jobs_canceled"]) == (11, 6, 2, 3)
+    assert (f["reaps"], f["reexecutions"], f["executions_unfinished"]) == (3 + 5 + 4, 5 + 4 + 1, 1 + 5)
+    assert (f["poison_pills"], f["poison_pills_planned"]) == (1, 1)
     assert (f["started_after_cancel"], f["cancel_start_window_s"]) == (1, 0.29)
     assert f["stale_starts"] == 1  # h1 started after its cancel
     assert f["fault_kill9"] == 1
@@ -189,15 +217,20 @@ def _reexec(b: Builder) -> None:
 
 def _after_cancel(b: Builder) -> None:
     b.job(20)
-    b.claim(20, 1.0)
+    token = b.claim(20, 1.0)
     b.cancel(20, 2.0)
-    b.execute(20, "z1", 4.0, 4.1, token=1, attempt=1, lost=True)  # 2 s after: beyond the bound
+    b.execute(20, "z1", 4.0, 4.1, token=token, attempt=1, lost=True)  # 2 s after: beyond the bound
 
 
 def _dead(b: Builder) -> None:
     b.job(20, max_attempts=1)  # plan ok, but it died
     b.claim(20, 1.0)
     b.settle(20, 2.0, "dead", b.execute(20, "z1", 1.1, 1.5))
+
+
+def _early_poison(b: Builder) -> None:
+    b.job(20)
+    b.poison(20, 1.0, losses=4)  # dead as a poison pill after 4 lease losses in a row, not 5
 
 
 def _attempts(b: Builder) -> None:
@@ -214,6 +247,13 @@ def _illegal(b: Builder) -> None:
     b._log(20, 3.0, "canceled")  # a terminal state overwritten
 
 
+def _missed_poison(b: Builder) -> None:
+    b.job(20, acked=False)  # (not acknowledged, so not "lost" as well)
+    for i in range(5):  # five reaps in a row, and the job still pending
+        b.claim(20, 1.0 + i)
+        b.reap(20, 1.9 + i)
+
+
 def _deleted(b: Builder) -> None:
     b.job(20, acked=False)  # its ack was lost, so it is not "lost": but purge deleted it live
     b.delete(20, 1.0)
@@ -227,19 +267,22 @@ PLANTED: dict[str, tuple[Callable[[Builder], None], int]] = {
     "reexec_unexplained": (_reexec, 1),
     "started_after_cancel": (_after_cancel, 1),
     "unexpected_dead": (_dead, 1),
+    "unexpected_dead (an early poison pill)": (_early_poison, 1),
     "attempts_mismatch": (_attempts, 1),
     "illegal_transition": (_illegal, 1),
+    "illegal_transition (a missed poison pill)": (_missed_poison, 1),
     "live_row_deleted": (_deleted, 1),
 }
 
 
 def test_every_class_has_a_planted_case() -> None:
-    assert set(PLANTED) == set(VIOLATIONS)
+    assert {k.split(" (")[0] for k in PLANTED} == set(VIOLATIONS)
 
 
 @pytest.mark.parametrize("kind", list(PLANTED))
 def test_a_planted_fault_is_flagged_exactly(kind: str) -> None:
     plant, n = PLANTED[kind]
+    kind = kind.split(" (")[0]
     b = clean()
     plant(b)
     report = check(b.build(), cancel_bound=1.0)

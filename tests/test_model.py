@@ -6,16 +6,17 @@ superuser's setting). After every step each row of brooq.job must equal the mode
 job: state, attempts, lease token, holder, lease deadline, available_at and updated_at.
 Lease tokens always come from claim's result; settles and heartbeats with stale tokens
 (of older claims, or of another worker) are part of the game and must change nothing.
+The poison pill is modelled too: the topic's max_lease_losses (2 here, so that runs
+reach it) reaps in a row make a job dead; a settle that writes an outcome resets the
+count (lease_losses, compared after every step as well); a claim takes at most one
+job that has lost its lease.
 
-The model cannot predict two things: the backoff's jitter (a failed attempt's
-available_at is read back and checked to lie in [d/2, d], SPEC.md section 4) and the
-lease token, random per claim call: it is taken from claim's answer and checked to
-be one token for the call and new to every job it takes.
+The only thing the model cannot predict is the backoff's jitter: a failed attempt's
+available_at is read back and checked to lie in [d/2, d] (SPEC.md section 4).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -36,6 +37,7 @@ Conn = psycopg.Connection[tuple[Any, ...]]
 
 TOPIC = "model"
 MAX_ATTEMPTS = 3
+MAX_LEASE_LOSSES = 2
 BACKOFF_BASE = timedelta(seconds=10)
 BACKOFF_MAX = timedelta(seconds=40)
 RETENTION = timedelta(hours=1)
@@ -56,6 +58,7 @@ class Job:
     token: int = 0
     locked_by: str | None = None
     locked_until: datetime | None = None
+    lease_losses: int = 0
 
     def release(self, now: datetime) -> None:
         self.locked_by = None
@@ -84,7 +87,6 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             super().__init__()
             self.now = EPOCH
             self.jobs: dict[int, Job] = {}
-            self.tokens: dict[int, set[int]] = defaultdict(set)  # every token each job was given
             conn.execute("delete from brooq.job")
             self.freeze()
 
@@ -94,8 +96,8 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
         @initialize()
         def topic(self) -> None:
             conn.execute("select brooq.declare_topic(name => %s, max_attempts => %s, backoff_base => %s,"
-                         " backoff_max => %s, retention => %s)",
-                         [TOPIC, MAX_ATTEMPTS, BACKOFF_BASE, BACKOFF_MAX, RETENTION])
+                         " backoff_max => %s, retention => %s, max_lease_losses => %s)",
+                         [TOPIC, MAX_ATTEMPTS, BACKOFF_BASE, BACKOFF_MAX, RETENTION, MAX_LEASE_LOSSES])
 
         # --- the clock ------------------------------------------------------------
 
@@ -120,23 +122,27 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
 
         @rule(target=claims, worker=WORKERS, max_jobs=st.integers(min_value=1, max_value=3), lease=LEASES)
         def claim(self, worker: str, max_jobs: int, lease: timedelta) -> Any:
-            ready = sorted((j for j in self.jobs.values()
-                            if j.state in ("pending", "failed") and j.available_at <= self.now),
-                           key=lambda j: (-j.priority, j.available_at, j.id))[:max_jobs]
+            def order(j: Job) -> tuple[int, datetime, int]:
+                return (-j.priority, j.available_at, j.id)
+
+            candidates = sorted((j for j in self.jobs.values()
+                                 if j.state in ("pending", "failed") and j.available_at <= self.now), key=order)
+            # at most one job that lost its lease per claim (the poison pill's neighbours)
+            fresh = [j for j in candidates if j.lease_losses == 0][:max_jobs]
+            suspect = [j for j in candidates if j.lease_losses > 0][:1]
+            ready = sorted(fresh + suspect, key=order)[:max_jobs]
             rows = conn.execute("select id, attempt, lease_token, locked_until from brooq.claim("
                                 "worker => %s, topics => array[%s], max_jobs => %s, lease => %s)",
                                 [worker, TOPIC, max_jobs, lease]).fetchall()
             assert sorted(r[0] for r in rows) == sorted(j.id for j in ready)
-            # one random token per claim call, new to every job it takes
-            tokens = {r[2] for r in rows}
-            assert len(tokens) <= 1
-            for j in ready:
-                token = rows[0][2]
-                assert token not in self.tokens[j.id], "a claim reused a token of this job"
-                self.tokens[j.id].add(token)
-                j.state, j.attempts, j.token = "processing", j.attempts + 1, token
-                j.locked_by, j.locked_until, j.updated_at = worker, self.now + lease, self.now
             got = {r[0]: r for r in rows}
+            # the lease token is random (unguessable, SPEC.md section 9): one per claim
+            # call, never the job's previous one
+            assert len({r[2] for r in rows}) <= 1
+            for j in ready:
+                assert got[j.id][2] != j.token, "a claim must give a new lease token"
+                j.state, j.attempts, j.token = "processing", j.attempts + 1, got[j.id][2]
+                j.locked_by, j.locked_until, j.updated_at = worker, self.now + lease, self.now
             for j in ready:
                 assert got[j.id][1:] == (j.attempts, j.token, j.locked_until)
             return multiple(*(Claim(j.id, worker, j.token) for j in ready))
@@ -173,6 +179,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                 return
             j = self.jobs[c.job_id]
             j.release(self.now)
+            j.lease_losses = 0  # an outcome was written: no poison pill
             if outcome == "done":
                 j.state = "done"
             elif outcome == "cancel":
@@ -212,8 +219,20 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                        if j.state == "processing" and j.locked_until is not None and j.locked_until < self.now]
             assert sorted(r[0] for r in rows) == sorted(j.id for j in expired)
             for j in expired:
-                j.state, j.available_at = "pending", self.now  # attempts unchanged (invariant 7)
+                j.lease_losses += 1  # attempts unchanged (invariant 6)
+                if j.lease_losses >= MAX_LEASE_LOSSES:
+                    j.state = "dead"  # the poison pill (invariant 7, amended); available_at kept
+                else:
+                    j.state, j.available_at = "pending", self.now
                 j.release(self.now)
+
+        @rule(worker=WORKERS, max_jobs=st.integers(min_value=1, max_value=3), lease=LEASES)
+        def crash(self, worker: str, max_jobs: int, lease: timedelta) -> None:
+            """A worker claims and dies: its lease runs out, a reaper comes (the poison
+            pill's path, made likely: several crashes of one job in a row)."""
+            self.claim(worker, max_jobs, lease)
+            self.advance(int(lease.total_seconds()) + 1)
+            self.reap()
 
         @rule()
         def purge(self) -> None:
@@ -235,14 +254,15 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
         @invariant()
         def rows_match_the_model(self) -> None:
             cur = conn.execute("select id, state, attempts, lease_token, locked_by, locked_until,"
-                               " available_at, updated_at from brooq.job order by id")
+                               " available_at, updated_at, lease_losses from brooq.job order by id")
             rows = {r[0]: r[1:] for r in cur.fetchall()}
             assert set(rows) == set(self.jobs)
             for j in self.jobs.values():
                 expected = (j.state, j.attempts, j.token, j.locked_by, j.locked_until, j.available_at,
-                            j.updated_at)
+                            j.updated_at, j.lease_losses)
                 assert rows[j.id] == expected, (j.id, rows[j.id], expected)
-                assert j.state != "dead" or j.attempts >= MAX_ATTEMPTS  # invariant 7
+                # invariant 7, amended: a failure on the last attempt, or the poison pill
+                assert j.state != "dead" or j.attempts >= MAX_ATTEMPTS or j.lease_losses >= MAX_LEASE_LOSSES
 
         def teardown(self) -> None:
             conn.execute("reset brooq.now")

@@ -14,7 +14,7 @@ from typing import Any
 import brooq
 import psycopg
 import pytest
-from worker_app import wait_for
+from worker_app import fate, wait_for
 
 APP = Path(__file__).with_name("worker_app.py")
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -155,3 +155,35 @@ def test_a_worker_process_exits_nonzero_on_a_bad_environment(db: str) -> None:
                           capture_output=True, text=True, timeout=30)
     assert done.returncode != 0
     assert "BROOQ_CONCURRENCY='lots'" in done.stderr and "BROOQ_LEASE='5'" in done.stderr
+
+
+def test_a_poison_pill_that_kills_its_worker_every_time_ends_dead_at_max_lease_losses(
+        procs: Processes, conn: Conn) -> None:
+    """A handler that calls os._exit: each attempt kills its worker process (a
+    replacement starts, as a supervisor would start one), its lease runs out, a reap
+    returns it. The third lease loss in a row (topic crash: max_lease_losses 3) makes
+    it dead, with the reason in last_error; the echo jobs claimed beside it are done,
+    not dead with it (claim takes one job that lost its lease per call)."""
+    declare(conn)
+    brooq.declare_topic(conn, "crash", max_lease_losses=3)
+    poison = brooq.enqueue(conn, "crash", {}).id
+    others = [brooq.enqueue(conn, "echo", {"n": i}).id for i in range(6)]
+    exits = 0
+    deadline = time.monotonic() + 60
+    while fate(conn, poison).state != "dead" and time.monotonic() < deadline:
+        proc = procs.start(f"p{exits}", "--lease", "1s", "--concurrency", "4")
+        while proc.poll() is None and fate(conn, poison).state != "dead" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if proc.poll() is not None:
+            assert proc.returncode == 3, proc.communicate()[0]
+            exits += 1
+    f = fate(conn, poison)
+    assert f.state == "dead", f
+    assert exits == 3, "one process death per lease loss, and not one more"
+    assert f.attempts == 3  # each claim charged an attempt; the reaps charged none
+    assert f.last_error is not None and f.last_error.startswith("lease lost 3 times in a row (max_lease_losses 3)")
+    proc = procs.start("after", "--lease", "1s")
+    wait_for(lambda: all(fate(conn, j).state == "done" for j in others), what="the echo jobs")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=15)
+    assert counts(conn) == {"dead": 1, "done": 6}

@@ -9,12 +9,15 @@ Handlers:
   sleep  payload {"seconds": s, "first_only": bool}: sleeps s seconds (only on the
          first attempt when first_only), then returns {"slept": s, "attempt": n}.
   echo   returns the payload.
+  crash  a poison pill: kills its own process (os._exit(3)) every time; the topic
+         has max_lease_losses 3.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -51,6 +54,10 @@ def build(dsn: str, name: str, lease: timedelta, concurrency: int, grace: timede
     @worker.handler("echo")
     def echo(job: brooq.Job) -> Any:
         return job.payload
+
+    @worker.handler("crash", max_lease_losses=3, timeout=None)
+    def crash(job: brooq.Job) -> Any:
+        os._exit(3)
 
     return worker
 

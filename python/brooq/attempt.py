@@ -35,6 +35,8 @@ class TopicHandler:
     retention: timedelta
     max_payload_bytes: int
     notify: bool
+    max_lease_losses: int = 5
+    max_lease: timedelta = timedelta(hours=1)
 
 
 class Attempt:
@@ -44,8 +46,10 @@ class Attempt:
         "cancel_requested",
         "canceled_at",
         "closed",
+        "confirmed",
         "deadline",
         "elapsed",
+        "expires",
         "handler",
         "hung_reported",
         "job",
@@ -66,6 +70,11 @@ class Attempt:
         self.elapsed = 0.0
         self.task: asyncio.Task[None] | None = None  # async handlers (event loop thread only)
         self.cancel_requested = False  # async handlers (event loop thread only)
+        # The lease, by the local monotonic clock (set by Leases at claim and at each
+        # heartbeat that kept it): when it was last known to be ours, and a conservative
+        # deadline (both taken before the round trip that claimed or renewed it).
+        self.confirmed = 0.0
+        self.expires = float("inf")
 
     def begin(self, now: float) -> None:
         """The handler starts now: the timeout counts from here."""

@@ -7,6 +7,10 @@ to ``on_lost``, which stops its handler and drops its outcome, so nothing is eve
 written for it. A job claimed again by this worker before a heartbeat noticed the
 loss (reaped, then claimed anew) loses its older attempt the same way.
 
+Each attempt also carries when its lease was last confirmed (claim, or a heartbeat
+that kept it) and a conservative local deadline: the loop uses them to start no
+prefetched job on a lease it has not confirmed lately (see Worker._run_sync).
+
 Runs on the loop's thread and connection and starts no thread: a test drives it
 with a connection and attempts.
 """
@@ -54,6 +58,11 @@ class Leases:
         if old is not None:  # reaped and claimed again by us before a heartbeat noticed
             self.lose(old, now)
         self._held[job_id] = attempt
+        self._confirm(attempt, now)
+
+    def _confirm(self, attempt: Attempt, now: float) -> None:
+        attempt.confirmed = now
+        attempt.expires = now + self.lease.total_seconds()
 
     def release(self, attempt: Attempt) -> None:
         """Its outcome is settled (or its lease lost): stop renewing it."""
@@ -75,12 +84,20 @@ class Leases:
         """Renew at the next turn (after a reconnect: leases may have run short meanwhile)."""
         self.next_heartbeat = now
 
-    def heartbeat(self, conn: psycopg.Connection[Any], now: float) -> None:
-        """Renew every held lease in one brooq.heartbeat; lose those it does not return."""
-        ids = list(self._held)
+    def heartbeat(self, conn: psycopg.Connection[Any], now: float,
+                  only: list[Attempt] | None = None) -> None:
+        """Renew every held lease (or those of ``only``, held ones, without moving the next
+        heartbeat) in one brooq.heartbeat; lose those it does not return. The progress
+        handlers reported since the last heartbeat rides along (None: unchanged)."""
+        if only is None:
+            ids = list(self._held)
+            self.next_heartbeat = now + self.every
+        else:
+            ids = [a.job.id for a in only if self._held.get(a.job.id) is a]
+            if not ids:
+                return
         jobs = [self._held[i].job for i in ids]
         tokens = [job.lease_token for job in jobs]
-        # progress reported since the last heartbeat rides along (None: unchanged)
         fresh = [job.reported if job.reported is not job.reported_sent else None for job in jobs]
         progress = [None if p is None else Jsonb(p) for p in fresh] if any(fresh) else None
         cur = conn.cursor(row_factory=scalar_row)
@@ -88,9 +105,11 @@ class Leases:
         for job, sent in zip(jobs, fresh, strict=True):
             if sent is not None:
                 job.reported_sent = sent
-        self.next_heartbeat = now + self.every
         for job_id in ids:
-            if job_id not in kept:
-                attempt = self._held.get(job_id)
-                if attempt is not None:
-                    self.lose(attempt, now)
+            attempt = self._held.get(job_id)
+            if attempt is None:
+                continue
+            if job_id in kept:
+                self._confirm(attempt, now)
+            else:
+                self.lose(attempt, now)

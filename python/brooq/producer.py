@@ -99,9 +99,10 @@ def enqueue_many_args(topic: str, payloads: Iterable[Any], keys: Sequence[str | 
 
 def declare_topic_args(name: str, max_attempts: int, backoff_base: timedelta,
                        backoff_max: timedelta, retention: timedelta, max_payload_bytes: int,
-                       notify: bool) -> list[Any]:
+                       notify: bool, max_lease_losses: int, max_lease: timedelta) -> list[Any]:
     """The parameters of queries.DECLARE_TOPIC (shared with brooq.aio)."""
-    return [name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify]
+    return [name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
+            max_lease_losses, max_lease]
 
 
 def _sync(conn: Any, helper: str) -> None:
@@ -138,12 +139,17 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
                   backoff_base: timedelta = timedelta(seconds=1),
                   backoff_max: timedelta = timedelta(minutes=1),
                   retention: timedelta = timedelta(days=30),
-                  max_payload_bytes: int = 1 << 20, notify: bool = True) -> None:
-    """Create a topic or set all of its settings (idempotent; needs brooq_admin)."""
+                  max_payload_bytes: int = 1 << 20, notify: bool = True,
+                  max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1)) -> None:
+    """Create a topic or set all of its settings (idempotent; needs brooq_admin).
+    ``max_lease_losses``: that many lease losses (reaps) of a job in a row, with no
+    outcome written between, make it dead (a handler that kills its process).
+    ``max_lease``: the longest lease claim may give a job of the topic."""
     _sync(conn, "declare_topic")
     with mapped(ADMIN, conn):
         conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
-            name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify))
+            name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
+            max_lease_losses, max_lease))
 
 
 def cancel(conn: Conn, job_id: int) -> bool:

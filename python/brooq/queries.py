@@ -32,7 +32,8 @@ select name
   from brooq.declare_topic(name => %s::text, max_attempts => %s::integer,
                            backoff_base => %s::interval, backoff_max => %s::interval,
                            retention => %s::interval, max_payload_bytes => %s::integer,
-                           notify => %s::boolean)
+                           notify => %s::boolean, max_lease_losses => %s::integer,
+                           max_lease => %s::interval)
 """
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"

@@ -70,6 +70,7 @@ from brooq.rows import fields_row
 from brooq.settler import Settler, log_extra
 from brooq.signals import HandlerSignal
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+from brooq.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from brooq.metrics import Metrics, MetricsServer
@@ -87,6 +88,10 @@ REMIND_EVERY = 60.0  # seconds between "still no database connection" warnings
 CONNECT_HINT = ("check the DSN (brooq.Worker(dsn), --dsn or BROOQ_DSN): host, port, database "
                 "name, user and password, and that the server is up; a worker that has never "
                 "connected does not retry")
+# A prefetched job starts only on a lease confirmed this recently (its claim, or a
+# heartbeat that kept it); an older one is checked first, in one heartbeat for all
+# such jobs. This bounds how long after a cancel (or a reap) a handler may start.
+START_CONFIRM = 0.1  # seconds
 
 
 class Reaped(NamedTuple):
@@ -161,6 +166,7 @@ class Worker:
         self._lock = threading.Lock()
         self._waker = Waker()
         self._completions: deque[tuple[Attempt, Outcome]] = deque()
+        self._unconfirmed: deque[Attempt] = deque()  # prefetched, to confirm before they start
         self._running: set[Attempt] = set()
         self._leases = Leases(self.name, c.lease, self._counts, on_lost=self._lost)
         self._settler = Settler(self.name, self._counts, release=self._leases.release)
@@ -206,6 +212,8 @@ class Worker:
         self._queued = 0  # prefetched jobs no thread has started yet (under _lock)
         self._pipeline = psycopg.Pipeline.is_supported()  # libpq >= 14
         self._statement_timeout_ms = max(1000, int(c.lease.total_seconds() * 500))
+        # a turn with no answer for longer than a statement may take: a silent connection
+        self._watchdog = Watchdog(self.name, self._statement_timeout_ms / 1000 + 1.0)
 
     # --- registration -------------------------------------------------------------
 
@@ -214,13 +222,16 @@ class Worker:
                 backoff_max: timedelta = timedelta(minutes=1),
                 retention: timedelta = timedelta(days=30), max_payload_bytes: int = 1 << 20,
                 notify: bool = True,
-                timeout: timedelta | None = timedelta(minutes=1)) -> Callable[[F], F]:
+                timeout: timedelta | None = timedelta(minutes=1),
+                max_lease_losses: int = 5,
+                max_lease: timedelta = timedelta(hours=1)) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``topic``.
 
         The topic settings are declared in the database when the worker starts
         (brooq.declare_topic), so producers in any language get the same policy.
         ``timeout`` bounds one attempt (None: no limit): past it the job's
-        ``canceled`` is set and the attempt is settled as failed.
+        ``canceled`` is set and the attempt is settled as failed. ``max_lease`` bounds the
+        lease any worker may take on the topic's jobs: this worker's lease must fit in it.
         """
         if self._started:
             raise RuntimeError("register handlers before run()")
@@ -228,11 +239,14 @@ class Worker:
             raise ValueError(f"topic {topic!r} already has a handler")
         if timeout is not None and timeout <= timedelta(0):
             raise ConfigError([f"handler {topic!r}: timeout must be positive or None"])
+        if self.config.lease > max_lease:
+            raise ConfigError([(f"handler {topic!r}: the worker's lease {format_duration(self.config.lease)} "
+                                f"is longer than the topic's max_lease {format_duration(max_lease)}")])
 
         def register(fn: F) -> F:
             self._handlers[topic] = TopicHandler(
                 topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
-                backoff_max, retention, max_payload_bytes, notify)
+                backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease)
             self._counts.add_topic(topic)
             self.metrics.declare_topic(topic)
             self._durations[topic] = self.metrics.duration.labels(topic)
@@ -255,7 +269,8 @@ class Worker:
     def _declare(conn: psycopg.Connection[Any], h: TopicHandler) -> None:
         declare_topic(conn, h.topic, max_attempts=h.max_attempts, backoff_base=h.backoff_base,
                       backoff_max=h.backoff_max, retention=h.retention,
-                      max_payload_bytes=h.max_payload_bytes, notify=h.notify)
+                      max_payload_bytes=h.max_payload_bytes, notify=h.notify,
+                      max_lease_losses=h.max_lease_losses, max_lease=h.max_lease)
 
     # --- control from other threads -----------------------------------------------
 
@@ -405,7 +420,8 @@ class Worker:
                 self._connect(now)
             if self._conn is not None:
                 try:
-                    self._turn(self._conn, now)
+                    with self._watchdog.guard(self._conn):
+                        self._turn(self._conn, now)
                 except psycopg.Error as exc:
                     if exc.sqlstate in FATAL_SQLSTATES:  # unknown topic, missing rights
                         self._fatal = translate(exc, WORKER, who(self._conn)) or exc
@@ -429,6 +445,8 @@ class Worker:
             self._settler.settle(conn)  # no claim rides along soon: settle alone
         if self._leases.due(now):
             self._leases.heartbeat(conn, now)
+        if self._unconfirmed:
+            self._confirm_prefetched(conn, now)
         if now >= self._next_reap:
             self._reap(conn, now)
         if self._server is not None and now >= self._next_stats:
@@ -635,6 +653,17 @@ class Worker:
                      att.job.id, att.job.topic)
             self._cancel_attempt(att, "lease lost", now)
 
+    def _confirm_prefetched(self, conn: psycopg.Connection[Any], now: float) -> None:
+        """Prefetched jobs about to start on a lease not confirmed lately: one heartbeat of
+        them says which are still ours (a canceled or reaped one is lost there), then
+        they go back to the pool, where a lost one is skipped."""
+        batch = list(self._unconfirmed)
+        self._leases.heartbeat(conn, now, only=batch)
+        for _ in batch:
+            att = self._unconfirmed.popleft()
+            assert self._pool is not None
+            self._pool.submit(self._run_sync, att)
+
     def _reap(self, conn: psycopg.Connection[Any], now: float) -> None:
         rows = conn.cursor(row_factory=self._reaped_rows).execute(queries.REAP, [REAP_BATCH]).fetchall()
         self._next_reap = now + self._reap_every
@@ -650,11 +679,19 @@ class Worker:
         with self._lock:
             if att.phase != QUEUED:
                 return  # withdrawn by a graceful stop: handed back to the queue
+            now = time.monotonic()
+            if not (att.closed or att.job.canceled.is_set()) and now - att.confirmed > START_CONFIRM \
+                    and now < att.expires:
+                self._unconfirmed.append(att)  # the loop confirms its lease, then resubmits it
+                self._waker.wake()
+                return
             self._queued -= 1
-            if att.closed or att.job.canceled.is_set():
-                att.phase = SKIPPED  # lease lost (or shutdown) before it started: never run
+            if att.closed or att.job.canceled.is_set() or now >= att.expires:
+                # lease lost, canceled, shutdown, or run out (by our clock) before it
+                # started: never run (one whose lease is still ours is handed back)
+                att.phase = SKIPPED
             else:
-                att.begin(time.monotonic())
+                att.begin(now)
         if att.phase == SKIPPED:
             self._completions.append((att, Outcome("failed")))  # ignored: the attempt is closed
             self._waker.wake()
@@ -705,8 +742,11 @@ class Worker:
         while self._completions:
             att, outcome = self._completions.popleft()
             self._running.discard(att)
-            if att.phase != STARTED:
-                continue  # never run (its lease was lost before a thread took it)
+            if att.phase != STARTED:  # never run: its lease was lost or ran out before it started
+                if not att.closed:  # ran out by our clock: hand it back if it is still ours
+                    att.closed = True
+                    self._settler.add(att, Outcome("preserve", None, timedelta(0)))
+                continue
             self._durations[att.job.topic].observe(att.elapsed)
             if att.closed:
                 if att.hung_reported:

@@ -4,12 +4,14 @@
     python tests/chaos/app.py DSN --name storm1 --storm [--lease 1s] [--hold 2.5]
 
 Topic ``chaos``: the payload says what the handler does:
-  {"ms": 50, "plan": "ok" | "fail_once" | "always_fail"}
+  {"ms": 50, "plan": "ok" | "fail_once" | "always_fail" | "exit"}
 The handler records its start in chaos.execution (its own autocommit connection,
 retried until stored, so a PostgreSQL restart delays it but never loses it), waits
 ``ms`` (stopping early when job.canceled is set: the lease is lost), records its end,
 then returns {"exec": id} (done) or raises "planned failure exec=id" (fail_once on
 its first attempt, always_fail always), so that the outcome names its execution.
+"exit" is the poison pill: after its audited start the handler kills its own process
+(os._exit), every time, until brooq.reap makes the job dead (max_lease_losses).
 
 --storm: a client of the SQL functions alone, with no heartbeats: it claims jobs with
 a short lease, runs each for ``--hold`` seconds (longer than the lease), then settles
@@ -82,6 +84,8 @@ def execute(audit: Audit, job_id: int, token: int, attempt: int, payload: Any,
     """One execution: audited start, the work, audited end, then the planned outcome."""
     exec_id = uuid.uuid4().hex[:16]
     audit.start(exec_id, job_id, token, attempt)
+    if payload.get("plan") == "exit" and hold is None:
+        os._exit(3)  # the poison pill: the whole worker process dies mid-handler
     seconds = hold if hold is not None else float(payload.get("ms", 0)) / 1000
     if canceled is not None:
         lost = bool(canceled.wait(seconds))

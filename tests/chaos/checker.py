@@ -17,12 +17,15 @@ reexec_unexplained     a job executed again without its previous claim ending in
 started_after_cancel   an execution that started more than ``cancel_bound`` seconds
                        after a cancel of its job had committed
 unexpected_dead        a dead job that was not planned to fail every time, or that
-                       died before its last attempt (invariant 7)
+                       died before its last attempt, unless it is a poison pill: made
+                       dead by the reap that was its max_lease_losses-th lease loss in
+                       a row (invariant 7, amended)
 attempts_mismatch      attempts that disagree with the executions or the claims: an
                        execution whose (lease token, attempt) matches no claim, a row
                        whose attempts differ from its claims minus preserves
 illegal_transition     a change of state that SPEC.md section 3 does not allow (out of
-                       a terminal state, a claim that does not draw a token new to the job...)
+                       a terminal state, a claim that keeps the token, a job reaped
+                       max_lease_losses times in a row and not made dead...)
 live_row_deleted       a row deleted while pending, failed or processing (purge)
 """
 
@@ -33,7 +36,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from chaos.history import Execution, History, Transition
+from chaos.history import Execution, History, JobRow, Transition
 
 TERMINAL = frozenset({"done", "dead", "canceled"})
 READY = frozenset({"pending", "failed"})
@@ -50,6 +53,7 @@ VIOLATIONS = (
     "live_row_deleted",
 )
 EXEC_IN_ERROR = re.compile(r"exec=([\w-]+)")
+POISON_ERROR = "lease lost "  # how brooq.reap's last_error of a poison pill begins
 
 
 @dataclass
@@ -87,14 +91,15 @@ class _Claim:
     token: int
     attempts: int
     at: float
-    index: int  # the job's claims in order: 0, 1, 2... (tokens are random, not a count)
+    index: int  # the job's claims in order (tokens are random, SPEC.md section 9)
     end_kind: str | None = None  # reap, cancel, settle:<state>, deleted; None: still held
     end_at: float = math.inf
 
 
-def check(history: History, cancel_bound: float = math.inf) -> Report:
+def check(history: History, cancel_bound: float = math.inf, max_lease_losses: int = 5) -> Report:
     """The violations and figures of ``history``. ``cancel_bound``: how long after a
-    cancel committed a handler of that job may still start (the documented window)."""
+    cancel committed a handler of that job may still start (the documented window);
+    ``max_lease_losses``: the topic's poison-pill setting."""
     report = Report()
     by_job: dict[int, list[Execution]] = defaultdict(list)
     for e in history.executions:
@@ -102,20 +107,29 @@ def check(history: History, cancel_bound: float = math.inf) -> Report:
     transitions: dict[int, list[Transition]] = defaultdict(list)
     for t in sorted(history.transitions, key=lambda t: t.seq):
         transitions[t.job_id].append(t)
-    claims = {job_id: _walk(job_id, ts, history, report) for job_id, ts in transitions.items()}
+    claims = {job_id: _walk(job_id, ts, history, report, max_lease_losses)
+              for job_id, ts in transitions.items()}
 
     _check_lost(history, report)
     _check_outcomes(history, transitions, report)
     _check_executions(history, by_job, claims, report)
     _check_cancels(history, by_job, cancel_bound, report)
-    _figures(history, by_job, claims, report)
+    _figures(history, by_job, claims, report, max_lease_losses)
     return report
 
 
-def _walk(job_id: int, ts: list[Transition], history: History, report: Report) -> dict[int, _Claim]:
+def is_poison(row: JobRow | None) -> bool:
+    """Made dead by reap as a poison pill (its last_error says so)."""
+    return row is not None and row.state == "dead" and (row.last_error or "").startswith(POISON_ERROR)
+
+
+def _walk(job_id: int, ts: list[Transition], history: History, report: Report,
+          max_lease_losses: int) -> dict[int, _Claim]:
     """Replay one job's transitions against the state machine; its claims by token."""
     claims: dict[int, _Claim] = {}
     previous: Transition | None = None
+    row = history.jobs.get(job_id)
+    losses = 0  # reaps in a row since an outcome was written
     for t in ts:
         where = f"job {job_id} seq {t.seq} {t.old_state}->{t.new_state}"
         if previous is not None and previous.new_state != t.old_state:
@@ -132,25 +146,32 @@ def _walk(job_id: int, ts: list[Transition], history: History, report: Report) -
         elif t.old_state in TERMINAL:
             report.flag("illegal_transition", f"{where}: a terminal state was overwritten")
         elif t.new_state == "processing":
-            if (t.old_state not in READY or t.new_token is None or t.new_token == t.old_token
-                    or t.new_token in claims):
-                report.flag("illegal_transition", f"{where}: a claim must take a ready job and draw "
-                                                  f"a token new to it ({t.old_token}->{t.new_token})")
+            if t.old_state not in READY or t.new_token is None or t.new_token == t.old_token \
+                    or t.new_token in claims:
+                report.flag("illegal_transition", f"{where}: a claim must take a ready job and give "
+                                                  f"it a new token ({t.old_token}->{t.new_token})")
             if t.new_token is not None:
                 claims[t.new_token] = _Claim(t.new_token, t.attempts, t.at, len(claims))
         elif t.new_token != t.old_token:
             report.flag("illegal_transition", f"{where}: only a claim changes the token")
         elif t.old_state == "processing" and t.new_state == "pending":
             _end(claims, t, "reap")
+            losses += 1
+            if losses >= max_lease_losses:
+                report.flag("illegal_transition", f"{where}: reaped {losses} times in a row "
+                                                  f"(max_lease_losses {max_lease_losses}) and not dead")
+        elif t.old_state == "processing" and t.new_state == "dead" and is_poison(row):
+            _end(claims, t, "reap")  # the poison pill: the last lease loss
+            losses += 1
         elif t.old_state == "processing" and t.new_state in ("done", "failed", "dead"):
             _end(claims, t, f"settle:{t.new_state}")
+            losses = 0
         elif t.new_state == "canceled":
             if t.old_state == "processing":
                 _end(claims, t, "cancel")
         else:
             report.flag("illegal_transition", f"{where}: not an edge of the state machine")
         previous = t
-    row = history.jobs.get(job_id)
     if (previous is not None and row is not None and previous.new_state is not None
             and (previous.new_state != row.state or previous.attempts != row.attempts)):
         report.flag("attempts_mismatch", f"job {job_id}: the row says {row.state}/{row.attempts}, "
@@ -192,8 +213,8 @@ def _outcome_exec(row_result: object, last_error: str | None, state: str) -> str
 def _check_outcomes(history: History, transitions: dict[int, list[Transition]], report: Report) -> None:
     execs = {e.exec_id: e for e in history.executions}
     for row in history.jobs.values():
-        if row.state not in ("done", "dead"):
-            continue
+        if row.state not in ("done", "dead") or is_poison(row):
+            continue  # (a poison pill's outcome is the reaper's: judged in _figures)
         exec_id = _outcome_exec(row.result, row.last_error, row.state)
         e = execs.get(exec_id) if exec_id else None
         if e is None or e.job_id != row.id or e.ended_at is None:
@@ -221,14 +242,14 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
                       claims: dict[int, dict[int, _Claim]], report: Report) -> None:
     for job_id, execs in by_job.items():
         job_claims = claims.get(job_id, {})
-        by_index = {c.index: c for c in job_claims.values()}
 
-        def order(e: Execution, claims_of: dict[int, _Claim] = job_claims) -> float:
-            """The execution's claim's place among the job's claims (unseen: last)."""
-            c = claims_of.get(e.lease_token)
-            return math.inf if c is None else c.index
+        def order(token: int, job_claims: dict[int, _Claim] = job_claims) -> float:
+            """A claim's place among the job's claims; by token value without the log."""
+            c = job_claims.get(token)
+            return c.index if c is not None else (math.inf if history.has_transitions else token)
 
-        execs = sorted(execs, key=lambda e: (order(e), e.started_at))
+        execs = sorted(execs, key=lambda e: (order(e.lease_token), e.started_at))
+        by_order = {c.index: c for c in job_claims.values()}
         row = history.jobs.get(job_id)
         for e in execs:
             if history.has_transitions:
@@ -237,14 +258,14 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
                     report.flag("attempts_mismatch", f"exec {e.exec_id} of job {job_id}: token "
                                                      f"{e.lease_token} attempt {e.attempt} matches no claim")
             elif row is not None and e.attempt > row.attempts:
-                report.flag("attempts_mismatch", f"exec {e.exec_id} of job {job_id}: attempt {e.attempt} "
-                                                 "beyond the row's")
+                report.flag("attempts_mismatch", f"exec {e.exec_id} of job {job_id}: attempt {e.attempt}, "
+                                                 f"token {e.lease_token} beyond the row's")
         # two executions at once
         for i, a in enumerate(execs):
             for b in execs[i + 1:]:
                 if not (a.started_at < _end_of(b, history) and b.started_at < _end_of(a, history)):
                     continue
-                first = a if order(a) <= order(b) else b
+                first = a if order(a.lease_token) <= order(b.lease_token) else b
                 claim = job_claims.get(first.lease_token)
                 if a.lease_token == b.lease_token or claim is None or claim.end_kind not in ("reap", "cancel"):
                     report.flag("overlap_unexplained", f"job {job_id}: exec {a.exec_id} (token {a.lease_token}) "
@@ -261,15 +282,30 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
             if e.lease_token == first_token or not history.has_transitions:
                 continue
             this = job_claims.get(e.lease_token)
-            before = by_index.get(this.index - 1) if this is not None else None
+            before = by_order.get(this.index - 1) if this is not None else None
             if before is None or before.end_kind not in ("reap", "settle:failed"):
                 report.flag("reexec_unexplained",
                             f"job {job_id}: executed again under token {e.lease_token}, the claim before "
                             f"ended {before.end_kind if before else 'unseen'}")
 
 
+def _paused(history: History, worker: str, start: float, end: float) -> float:
+    """Seconds ``worker`` spent SIGSTOPped between ``start`` and ``end`` (a fault's detail
+    is its length, e.g. "4.0s")."""
+    total = 0.0
+    for f in history.faults:
+        if f.kind == "sigstop" and f.target == worker:
+            length = float(f.detail.rstrip("s") or 0)
+            total += max(0.0, min(end, f.at + length) - max(start, f.at))
+    return total
+
+
 def _check_cancels(history: History, by_job: dict[int, list[Execution]], bound: float,
                    report: Report) -> None:
+    """A handler may start at most ``bound`` after a cancel committed, not counting the
+    time its process was paused (SIGSTOP) meanwhile: a worker starts a prefetched job
+    only on a lease confirmed at most brooq.worker.START_CONFIRM earlier, and a pause
+    between that check and the handler's first line delays the start by itself."""
     after: list[float] = []
     for c in history.cancels:
         if not c.canceled:
@@ -278,18 +314,36 @@ def _check_cancels(history: History, by_job: dict[int, list[Execution]], bound: 
             if e.started_at > c.committed_at:
                 delay = e.started_at - c.committed_at
                 after.append(delay)
-                if delay > bound:
+                if delay - _paused(history, e.worker, c.committed_at, e.started_at) > bound:
                     report.flag("started_after_cancel", f"job {c.job_id}: exec {e.exec_id} started "
                                                         f"{delay:.3f}s after the cancel committed")
     report.figures["started_after_cancel"] = len(after)
     report.figures["cancel_start_window_s"] = round(max(after, default=0.0), 3)
 
 
+def _trailing_reaps(job_claims: dict[int, _Claim]) -> int:
+    n = 0
+    for c in sorted(job_claims.values(), key=lambda c: c.index, reverse=True):
+        if c.end_kind != "reap":
+            break
+        n += 1
+    return n
+
+
 def _figures(history: History, by_job: dict[int, list[Execution]],
-             claims: dict[int, dict[int, _Claim]], report: Report) -> None:
+             claims: dict[int, dict[int, _Claim]], report: Report, max_lease_losses: int) -> None:
     states = Counter(row.state for row in history.jobs.values())
+    poison = planned_poison = 0
     for row in history.jobs.values():
-        if row.state == "dead":
+        if is_poison(row):
+            poison += 1
+            plan = row.payload.get("plan") if isinstance(row.payload, dict) else None
+            planned_poison += plan == "exit"
+            n = _trailing_reaps(claims.get(row.id, {})) if history.has_transitions else max_lease_losses
+            if n != max_lease_losses:
+                report.flag("unexpected_dead", f"job {row.id} dead as a poison pill after {n} lease "
+                                               f"losses in a row (max_lease_losses {max_lease_losses})")
+        elif row.state == "dead":
             planned = isinstance(row.payload, dict) and row.payload.get("plan") == "always_fail"
             if not planned or row.attempts < row.max_attempts:
                 report.flag("unexpected_dead", f"job {row.id} dead after {row.attempts}/{row.max_attempts} "
@@ -313,5 +367,7 @@ def _figures(history: History, by_job: dict[int, list[Execution]],
     f["cancels_while_running"] = sum(1 for c in all_claims if c.end_kind == "cancel")
     f["cancels"] = sum(1 for c in history.cancels if c.canceled)
     f["stale_starts"] = stale_starts
+    f["poison_pills"] = poison
+    f["poison_pills_planned"] = planned_poison
     for kind, n in sorted(Counter(x.kind for x in history.faults).items()):
         f[f"fault_{kind}"] = n

@@ -12,6 +12,11 @@ enqueue must survive the -m immediate stop) and fsync off (the OS does not crash
 Everything it did is in the run directory: history.json, report.txt, server.log,
 one log per worker process.
 
+Job mix: mostly quick jobs, some slow ones, some that fail once or always, and one
+poison pill in every 1000 jobs (the 500th, 1500th...): its handler kills its worker
+process every time, the harness starts a replacement, and brooq.reap makes the job
+dead at the topic's max_lease_losses (5) reaps in a row.
+
 Fault schedules (names for --faults):
   kill9      kill -9 a random worker every 1-2 s; a replacement starts at once
   sigstop    SIGSTOP a worker for twice the lease, then SIGCONT
@@ -45,6 +50,7 @@ from typing import Any
 import brooq
 import psycopg
 from brooq.tools.deploy import deploy
+from brooq.worker import START_CONFIRM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -55,7 +61,6 @@ from chaos.checker import Report, check
 
 APP = Path(__file__).with_name("app.py")
 ALL_FAULTS = ("kill9", "sigstop", "terminate", "restart", "storm", "cancel", "purge")
-RECONNECT_MAX = 5.0  # the worker's longest reconnect backoff (brooq.worker.RECONNECT_MAX)
 
 
 @dataclass
@@ -76,11 +81,12 @@ class Config:
 
     @property
     def cancel_bound(self) -> float:
-        """How long after a cancel a handler may still start: the worker learns of it at its
-        next heartbeat (lease/3); a worker stopped (2 leases) or reconnecting (up to 5 s)
-        learns later. See docs/reliability.md."""
-        stop = 2 * self.lease if "sigstop" in self.faults else 0.0
-        return self.lease / 3 + stop + RECONNECT_MAX + 1.0
+        """How long after a cancel a handler may still start, not counting a SIGSTOP of its
+        process meanwhile (the checker subtracts it): the worker starts a prefetched job
+        only on a lease confirmed at most START_CONFIRM (0.1 s) before, plus an allowance
+        of 1 s for a loaded machine (a thread descheduled between that check and the
+        handler's first line). See docs/reliability.md."""
+        return START_CONFIRM + 1.0
 
 
 @dataclass
@@ -111,6 +117,9 @@ class Chaos:
         self.extra: dict[str, float] = {"purged": 0, "purge_errors": 0, "storm_clients": 0,
                                         "old_live_rows_kept": 0}
         self.threads: list[threading.Thread] = []
+        self.wlock = threading.Lock()  # self.workers: the fault loop and the respawner
+        self.n_payloads = 0
+        self.running = threading.Event()
 
     # --- processes ------------------------------------------------------------------
 
@@ -140,7 +149,10 @@ class Chaos:
     def payload(self, rng: random.Random) -> dict[str, Any]:
         if self.c.mix == "prefetch":
             return {"plan": "ok", "ms": rng.randint(150, 400)}
+        self.n_payloads += 1
         x = rng.random()
+        if self.n_payloads % 1000 == 500:
+            return {"plan": "exit", "ms": 0}  # the poison pill
         if x < 0.005:
             return {"plan": "always_fail", "ms": rng.randint(5, 50)}
         if x < 0.035:
@@ -198,22 +210,38 @@ class Chaos:
     # --- faults ---------------------------------------------------------------------
 
     def kill9(self, rng: random.Random) -> None:
-        names = sorted(n for n in self.workers if n != self.stopped)
-        if not names:
-            return
-        name = names[rng.randrange(len(names))]
-        proc = self.workers.pop(name)
-        self.kill(proc, "kill9")
-        while self.db_down.is_set():  # a worker that cannot connect at start stops at once
+        with self.wlock:
+            names = sorted(n for n in self.workers if n != self.stopped)
+            if not names:
+                return
+            name = names[rng.randrange(len(names))]
+            proc = self.workers.pop(name)
+            self.kill(proc, "kill9")
+            while self.db_down.is_set():  # a worker that cannot connect at start stops at once
+                time.sleep(0.1)
+            self.start_worker()
+
+    def respawn(self) -> None:
+        """Replace a worker that exited by itself (a poison pill's handler kills it)."""
+        while self.running.is_set():
             time.sleep(0.1)
-        self.start_worker()
+            if self.db_down.is_set():
+                continue  # a worker cannot start while PostgreSQL is down: wait for it
+            with self.wlock:
+                for name, proc in list(self.workers.items()):
+                    if proc.poll() is not None:
+                        self.h.process_end[proc.pid] = time.time()
+                        del self.workers[name]
+                        self.fault("exit", name, f"exit code {proc.returncode}")
+                        self.start_worker()
 
     def sigstop(self, rng: random.Random) -> None:
-        names = sorted(self.workers)
-        if self.stopped is not None or not names:
-            return
-        name = names[rng.randrange(len(names))]
-        proc = self.workers[name]
+        with self.wlock:
+            names = sorted(self.workers)
+            if self.stopped is not None or not names:
+                return
+            name = names[rng.randrange(len(names))]
+            proc = self.workers[name]
         proc.send_signal(signal.SIGSTOP)
         self.stopped = name
         self.fault("sigstop", name, f"{2 * self.c.lease}s")
@@ -359,6 +387,9 @@ class Chaos:
             "restart": self.restart, "storm": self.storm, "purge": self.purge}
         for _ in range(self.c.workers):
             self.start_worker()
+        self.running.set()
+        respawner = threading.Thread(target=self.respawn, daemon=True)
+        respawner.start()
         with psycopg.connect(self.dsn, autocommit=True) as conn:  # the topic, before the producer
             brooq.declare_topic(conn, "chaos", max_attempts=5, backoff_base=timedelta(milliseconds=50),
                                 backoff_max=timedelta(milliseconds=200))
@@ -380,6 +411,8 @@ class Chaos:
         for t in self.threads:
             t.join()
         self.drain()
+        self.running.clear()
+        respawner.join()
         self.stop_workers()
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             hist.read_database(conn, self.h, ["chaos"])

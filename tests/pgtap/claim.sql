@@ -2,7 +2,7 @@
 -- writes, paused and terminal jobs, several topics, errors), then privileges
 -- under switched roles.
 begin;
-select plan(69);
+select plan(78);
 
 -- Structure -------------------------------------------------------------------
 
@@ -173,6 +173,30 @@ select cmp_ok((select locked_until from brooq.claim('w-wall', array['t.claim.wal
     '>=', interval '10.2 seconds',
     'locked_until = clock_timestamp() + lease: now() (frozen at the transaction start) would lose the time already spent');
 set local brooq.now = '2031-01-01 00:00:00+00';
+
+-- Behaviour: at most one job that lost its lease per claim (the poison pill's neighbours) --
+
+select lives_ok($$ select brooq.declare_topic('t.claim.suspect') $$, 'declare a topic');
+select lives_ok($$ select brooq.declare_topic('t.claim.suspect2') $$, 'and a second one');
+create temp table suspects on commit drop as
+select id from brooq.enqueue_many('t.claim.suspect', array_fill('{}'::jsonb, array[3]));
+select lives_ok($$ select brooq.enqueue_many('t.claim.suspect', array_fill('{}'::jsonb, array[2])) $$, 'two fresh jobs');
+select lives_ok($$ select brooq.enqueue_many('t.claim.suspect2', array_fill('{}'::jsonb, array[2])) $$,
+    'two jobs of the second topic');
+-- three jobs reaped once (as the neighbours of a poison pill are): by hand, as the owner
+update brooq.job set lease_losses = 1 where id in (select id from suspects);
+select is((select count(*)::int from brooq.claim('w-s1', array['t.claim.suspect'], max_jobs => 10)
+            where id in (select id from suspects)), 1,
+    'a claim of 10 takes one of the three jobs that lost their lease (and the two fresh ones)');
+select is((select count(*)::int from brooq.job where topic = 't.claim.suspect' and state = 'processing'), 3,
+    '1 + 2 claimed');
+update brooq.job set lease_losses = 1 where topic = 't.claim.suspect2';
+select is((select count(*)::int from brooq.claim('w-s2', array['t.claim.suspect', 't.claim.suspect2'], max_jobs => 10)), 1,
+    'with several topics: one per call, not one per topic');
+select is((select count(*)::int from brooq.claim('w-s3', array['t.claim.suspect', 't.claim.suspect2'], max_jobs => 10)), 1,
+    'the next claim takes one more');
+select is((select count(*)::int from brooq.claim('w-s4', array['t.claim.suspect', 't.claim.suspect2'], max_jobs => 10)), 1,
+    'and the next the last: none is left behind');
 
 -- Privileges ---------------------------------------------------------------------
 

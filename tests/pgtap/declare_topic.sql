@@ -2,17 +2,17 @@
 -- behaviour (create, update, idempotent, every invalid setting, pause skipped by
 -- claim), then privileges under switched roles.
 begin;
-select plan(76);
+select plan(82);
 
 -- Structure -------------------------------------------------------------------
 
 select has_function('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval']);
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer']);
 select function_returns('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval'], 'brooq.topic',
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer'], 'brooq.topic',
     'declare_topic returns the stored topic row');
 select is_definer('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval']);
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer']);
 select has_function('brooq', 'pause_topic', array['text']);
 select has_function('brooq', 'resume_topic', array['text']);
 select function_returns('brooq', 'pause_topic', array['text'], 'boolean');
@@ -109,6 +109,15 @@ select throws_ok($$ select brooq.declare_topic('t.decl', max_lease => '1 day -1 
     'invalid max_lease 1 day -01:00:00 for topic "t.decl"', 'a mixed-sign max_lease is 22023');
 select is((select max_lease from brooq.declare_topic('t.lease', max_lease => '2 days')), interval '2 days',
     'max_lease is stored');
+select is((select max_lease_losses from brooq.declare_topic('t.losses')), 5, 'max_lease_losses defaults to 5');
+select is((select max_lease_losses from brooq.declare_topic('t.losses', max_lease_losses => 1)), 1,
+    'max_lease_losses 1 is accepted and stored');
+select is((select max_lease_losses from brooq.declare_topic('t.losses', max_lease_losses => 1000)), 1000,
+    'max_lease_losses 1000 is accepted and stored');
+select throws_ok($$ select brooq.declare_topic('t.decl', max_lease_losses => 0) $$, '22023',
+    'invalid max_lease_losses 0 for topic "t.decl"', 'max_lease_losses 0 is 22023');
+select throws_ok($$ select brooq.declare_topic('t.decl', max_lease_losses => 1001) $$, '22023',
+    'invalid max_lease_losses 1001 for topic "t.decl"', 'max_lease_losses over 1000 is 22023');
 select lives_ok($$ select brooq.claim('w', array['t.lease'], lease => '36 hours') $$,
     'claim may then lease up to it');
 select throws_ok($$ select brooq.declare_topic(null) $$, '22004',
@@ -119,6 +128,7 @@ select throws_ok($$ select brooq.declare_topic('t.decl', backoff_max => null) $$
 select throws_ok($$ select brooq.declare_topic('t.decl', retention => null) $$, '22004', null, 'NULL retention is 22004');
 select throws_ok($$ select brooq.declare_topic('t.decl', max_payload_bytes => null) $$, '22004', null, 'NULL max_payload_bytes is 22004');
 select throws_ok($$ select brooq.declare_topic('t.decl', notify => null) $$, '22004', null, 'NULL notify is 22004');
+select throws_ok($$ select brooq.declare_topic('t.decl', max_lease_losses => null) $$, '22004', null, 'NULL max_lease_losses is 22004');
 select results_eq(
     $$ select max_attempts, backoff_base, retention, max_payload_bytes from brooq.topic where name = 't.decl' $$,
     $$ values (5, interval '1 second', interval '30 days', 1048576) $$,

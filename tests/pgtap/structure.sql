@@ -2,7 +2,7 @@
 -- constraints (proven by inserts as the owner), indexes, row types, views;
 -- then table privileges under switched roles.
 begin;
-select plan(68);
+select plan(70);
 
 -- Structure -------------------------------------------------------------------
 
@@ -21,7 +21,7 @@ select is(
 
 select columns_are('brooq', 'topic',
     array['name', 'max_attempts', 'backoff_base', 'backoff_max', 'retention', 'max_payload_bytes',
-          'notify', 'paused', 'created_at', 'updated_at', 'max_lease']);
+          'notify', 'paused', 'created_at', 'updated_at', 'max_lease', 'max_lease_losses']);
 select has_pk('brooq', 'topic', 'topic has a primary key');
 select col_is_pk('brooq', 'topic', 'name', 'topic is keyed by name');
 select col_type_is('brooq', 'topic', 'backoff_base', 'interval', 'backoff_base is an interval');
@@ -31,13 +31,13 @@ select set_eq(
     $$ select conname::text from pg_constraint where conrelid = 'brooq.topic'::regclass and contype = 'c' $$,
     array['topic_name_valid', 'topic_max_attempts_positive', 'topic_backoff_base_positive',
           'topic_backoff_max_not_below_base', 'topic_retention_not_negative', 'topic_max_payload_bytes_range',
-          'topic_max_lease_range'],
+          'topic_max_lease_range', 'topic_max_lease_losses_range'],
     'topic has its named CHECK constraints');
 
 select columns_are('brooq', 'job',
     array['id', 'topic', 'payload', 'state', 'priority', 'attempts', 'max_attempts', 'idempotency_key',
           'available_at', 'created_at', 'updated_at', 'locked_by', 'locked_until', 'lease_token',
-          'last_error', 'result', 'progress']);
+          'last_error', 'result', 'lease_losses', 'progress']);
 select col_is_pk('brooq', 'job', 'id', 'job is keyed by id');
 select col_type_is('brooq', 'job', 'id', 'bigint', 'job ids are bigint');
 select col_type_is('brooq', 'job', 'payload', 'jsonb', 'the payload is jsonb');
@@ -56,7 +56,8 @@ select is(
 select has_sequence('brooq', 'job_id_seq', 'the identity sequence is brooq.job_id_seq (enqueue_many draws from it)');
 select set_eq(
     $$ select conname::text from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'c' $$,
-    array['job_lease_iff_processing', 'job_attempts_not_negative', 'job_idempotency_key_not_empty'],
+    array['job_lease_iff_processing', 'job_attempts_not_negative', 'job_idempotency_key_not_empty',
+          'job_lease_losses_not_negative'],
     'job has its named CHECK constraints');
 select is(
     (select count(*)::int from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'f'), 0,
@@ -67,7 +68,7 @@ select ok(
     'job has per-table autovacuum settings for a high-churn queue');
 
 select indexes_are('brooq', 'job',
-    array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx'],
+    array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx', 'job_suspect_idx'],
     'job has exactly its five indexes');
 select has_index('brooq', 'job', 'job_ready_idx', array['topic', 'priority', 'available_at', 'id', 'state'],
     'job_ready_idx is on (topic, priority, available_at, id), carrying state for topic_stats');
@@ -148,6 +149,15 @@ select throws_ok($$
     values ('t.structure', '{}', 1, now(), now(), now(), -1)
 $$, '23514', 'new row for relation "job" violates check constraint "job_attempts_not_negative"',
     'job_attempts_not_negative rejects negative attempts');
+select throws_ok($$
+    insert into brooq.job (topic, payload, max_attempts, available_at, created_at, updated_at, lease_losses)
+    values ('t.structure', '{}', 1, now(), now(), now(), -1)
+$$, '23514', 'new row for relation "job" violates check constraint "job_lease_losses_not_negative"',
+    'job_lease_losses_not_negative rejects a negative count');
+select throws_ok($$
+    insert into brooq.topic (name, created_at, updated_at, max_lease_losses) values ('t.structure.losses', now(), now(), 0)
+$$, '23514', 'new row for relation "topic" violates check constraint "topic_max_lease_losses_range"',
+    'topic_max_lease_losses_range holds for direct inserts');
 select throws_ok($$
     insert into brooq.job (topic, payload, max_attempts, available_at, created_at, updated_at, idempotency_key)
     values ('t.structure', '{}', 1, now(), now(), now(), '')
