@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -363,3 +364,20 @@ def test_the_cron_check_of_operations_md_needs_the_owner_not_a_brooq_admin(
     finally:
         cron_db.execute(sql.SQL("revoke usage on schema cron from {}").format(sql.Identifier(role)))
         server.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+def test_a_handler_declares_its_max_lease_and_the_worker_lease_must_fit(db: str) -> None:
+    import brooq
+
+    worker = brooq.Worker(db, lease=timedelta(minutes=90))
+    with pytest.raises(brooq.ConfigError, match="lease 5400s is longer than the topic's max_lease 3600s"):
+        worker.handler("long.leases")(lambda job: None)
+
+    @worker.handler("long.leases", max_lease=timedelta(hours=2))
+    def handle(job: brooq.Job) -> None:
+        return None
+
+    worker.declare_topics()
+    with psycopg.connect(db) as conn:
+        assert conn.execute("select max_lease from brooq.topic where name = 'long.leases'").fetchone() == (
+            timedelta(hours=2),)
