@@ -101,7 +101,9 @@ def test_a_second_signal_stops_at_once(procs: Processes, conn: Conn) -> None:
     declare(conn)
     job = brooq.enqueue(conn, "sleep", {"seconds": 30})
     w = procs.start("impatient", "--lease", "1s", "--grace", "60s")
-    wait_for(lambda: counts(conn).get("processing") == 1)
+    # the handler runs (not merely claimed ahead: a stop hands unstarted jobs back)
+    wait_for(lambda: (f := brooq.get_job(conn, job.id)) is not None and f.progress is not None,
+             what="the handler to start")
     w.send_signal(signal.SIGTERM)
     time.sleep(0.3)
     w.send_signal(signal.SIGINT)

@@ -48,6 +48,7 @@ def build(dsn: str, name: str, lease: timedelta, concurrency: int, grace: timede
         seconds = float(job.payload.get("seconds", 0))
         if job.payload.get("first_only") and job.attempt > 1:
             seconds = 0
+        job.progress(0.0, "started")  # tests see the handler run (the next heartbeat carries it)
         time.sleep(seconds)
         return {"slept": seconds, "attempt": job.attempt}
 
