@@ -15,7 +15,7 @@ import psycopg
 from psycopg.adapt import Buffer, Loader
 from psycopg.types.json import Jsonb
 
-_scan = make_scanner(json.JSONDecoder())  # the C scanner json.loads ends up in
+_scan: Any = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # the C scanner json.loads uses
 
 
 def _default(value: Any) -> Any:
