@@ -189,3 +189,88 @@ def test_a_poison_pill_that_kills_its_worker_every_time_ends_dead_at_max_lease_l
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=15)
     assert counts(conn) == {"dead": 1, "done": 6}
+
+
+# --- brooq worker --processes N ---------------------------------------------------------
+
+def start_processes(db: str, log: Path, *args: str) -> subprocess.Popen[str]:
+    """`brooq worker --processes 2 worker_app:from_env`, its output into ``log``."""
+    with log.open("w") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "brooq.tools", "worker", "--dsn", db, "worker_app:from_env",
+             "--processes", "2", "--progress", "off", *args],
+            cwd=APP.parent, stdout=out, stderr=subprocess.STDOUT, text=True)
+
+
+def children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def worker_sessions(conn: Conn) -> int:
+    row = conn.execute("select count(*) from pg_stat_activity "
+                       "where application_name like 'brooq worker %'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_processes_share_the_jobs_and_stop_together_on_sigterm(
+        db: str, conn: Conn, tmp_path: Path) -> None:
+    declare(conn)
+    jobs = brooq.enqueue_many(conn, "sleep", [{"seconds": 0.3}] * 40)
+    log = tmp_path / "processes.log"
+    parent = start_processes(db, log, "--concurrency", "2", "--lease", "2s", "--shutdown-grace", "10s")
+    try:
+        holders = wait_for(lambda: {r[0] for r in conn.execute(
+            "select locked_by from brooq.job where state = 'processing'").fetchall()} if len(
+            {r[0] for r in conn.execute("select locked_by from brooq.job where state = 'processing'"
+                                        ).fetchall()}) == 2 else None,
+            timeout=30, what="both worker processes to claim jobs")
+        assert len(children(parent.pid)) == 2
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(timeout=30) == 0, log.read_text()
+    finally:
+        if parent.poll() is None:
+            for child in children(parent.pid):
+                os.kill(child, signal.SIGKILL)
+            parent.kill()
+    out = log.read_text()
+    assert out.count("stopped, every job settled") == 2, out
+    assert len(holders) == 2
+    # every job is settled: done, or never started (pending, or a prefetched one handed
+    # back with its attempt given back); none is left in processing
+    rows = conn.execute("select state, attempts from brooq.job where id = any(%s)",
+                        [[j.id for j in jobs]]).fetchall()
+    assert {s for s, _ in rows} <= {"done", "pending", "failed"}, rows
+    assert all(a == 0 for s, a in rows if s != "done"), rows
+    assert any(s == "done" for s, _ in rows)
+    wait_for(lambda: worker_sessions(conn) == 0, what="every worker's connection to close")
+
+
+def test_a_child_that_dies_is_restarted(db: str, conn: Conn, tmp_path: Path) -> None:
+    declare(conn)
+    log = tmp_path / "processes.log"
+    parent = start_processes(db, log, "--concurrency", "2", "--lease", "2s")
+    try:
+        first = wait_for(lambda: len(children(parent.pid)) == 2 and children(parent.pid),
+                         what="two children")
+        os.kill(first[0], signal.SIGKILL)
+        wait_for(lambda: "restarting it in 1s" in log.read_text(), what="the death to be reported")
+        wait_for(lambda: len(set(children(parent.pid)) - set(first)) == 1, what="a new child")
+        job = brooq.enqueue(conn, "echo", {"after": "restart"})
+        wait_for(lambda: (f := brooq.get_job(conn, job.id)) and f.state == "done", what="the job")
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(timeout=30) == 0, log.read_text()
+    finally:
+        if parent.poll() is None:
+            for child in children(parent.pid):
+                os.kill(child, signal.SIGKILL)
+            parent.kill()
+    assert "killed by SIGKILL" in log.read_text()
+
+
+def test_children_run_the_same_command_without_processes() -> None:
+    from brooq.tools.processes import child_argv
+
+    assert child_argv(["worker", "app:w", "--processes", "3", "--concurrency", "8"], 2) == [
+        "worker", "app:w", "--concurrency", "8", "--progress=log"]
+    assert child_argv(["worker", "--processes=2", "app:w", "--name", "box", "--progress", "off"], 1) == [
+        "worker", "app:w", "--name", "box", "--progress", "off", "--name=box-1"]

@@ -40,9 +40,16 @@ def fate(conn: psycopg.Connection[Any], job_id: int) -> brooq.JobFate:
 
 
 def build(dsn: str, name: str, lease: timedelta, concurrency: int, grace: timedelta) -> brooq.Worker:
-    worker = brooq.Worker(dsn, name=name, lease=lease, concurrency=concurrency, shutdown_grace=grace,
-                          poll_interval=timedelta(milliseconds=200))
+    return register(brooq.Worker(dsn, name=name, lease=lease, concurrency=concurrency,
+                                 shutdown_grace=grace, poll_interval=timedelta(milliseconds=200)))
 
+
+def from_env() -> brooq.Worker:
+    """For `brooq worker worker_app:from_env`: settings from BROOQ_* and the command line."""
+    return register(brooq.Worker(poll_interval=timedelta(milliseconds=200)))
+
+
+def register(worker: brooq.Worker) -> brooq.Worker:
     @worker.handler("sleep", max_attempts=10, timeout=None)
     def sleep(job: brooq.Job) -> dict[str, Any]:
         seconds = float(job.payload.get("seconds", 0))

@@ -305,8 +305,15 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
+    from brooq.tools.processes import run_processes, watch_parent
     from brooq.tools.progress import LogToProgress, Progress
 
+    if args.processes > 1:  # a supervisor of N `brooq worker` children (brooq.tools.processes)
+        to_stderr = logging.StreamHandler(sys.stderr)
+        to_stderr.setFormatter(logging.Formatter(LOG_FORMAT, "%H:%M:%S"))
+        logging.getLogger("brooq.processes").addHandler(to_stderr)
+        logging.getLogger("brooq.processes").setLevel(args.log_level)
+        return run_processes(args.argv, args.processes)
     # The options reach the brooq.Worker the module makes as it is imported: they win
     # over the values the module gives in code, and over BROOQ_* variables.
     given = {f.name: getattr(args, f.name, None) for f in config.SETTINGS}
@@ -314,6 +321,7 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
 
     with config.command_line(given), loading(args.worker):
         worker = load_worker(args.worker)
+    watch_parent(worker.stop)  # a child of --processes stops when its parent is gone
     mode = args.progress
     live = {"auto": None, "live": True, "log": False, "off": False}[mode]
     progress = Progress(worker.snapshot, sys.stderr, live=live)
@@ -430,6 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("worker", metavar="MODULE:OBJECT",
                    help="a brooq.Worker, or a callable returning one (e.g. myapp.jobs:worker)")
     add_setting_options(p)
+    p.add_argument("--processes", type=positive_int, default=1, metavar="N",
+                   help="run N worker processes under this one (one core each; SIGTERM stops "
+                        "them all gracefully, one that dies is restarted; default 1)")
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
                    help="live line in a terminal, log lines in a pipe (auto), or off")
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO",
@@ -522,6 +533,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if args.command is None:
         sys.stderr.write(short_usage(parser))
         return 2
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for the children of --processes
     func: Callable[[argparse.Namespace, TextIO], int] = args.func
     try:
         return func(args, out or sys.stdout)
