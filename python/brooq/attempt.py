@@ -7,7 +7,7 @@ the leases (leases.py) hold it, the settler (settler.py) writes its outcome.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -89,7 +89,7 @@ class Pending:
 
     __slots__ = ("attempt", "chained", "outcome")
 
-    def __init__(self, attempt: Attempt, outcome: Outcome, chained: list[Chained]) -> None:
+    def __init__(self, attempt: Attempt, outcome: Outcome, chained: Sequence[Chained]) -> None:
         self.attempt = attempt
         self.outcome = outcome
         self.chained = chained

@@ -99,8 +99,8 @@ class Job:
     """A claimed job, as handed to a handler."""
 
     __slots__ = (
+        "_canceled",
         "attempt",
-        "canceled",
         "chained",
         "created_at",
         "id",
@@ -123,10 +123,28 @@ class Job:
         self.priority = priority
         self.lease_token = lease_token
         self.created_at = created_at
-        self.canceled = Canceled()
-        self.chained: list[Chained] = []
+        # Made when first asked for: most jobs are never canceled nor chain anything, and
+        # two objects fewer per job is ~10% of a no-op job's cost in the worker.
+        self._canceled: Canceled | None = None
+        self.chained: list[Chained] | None = None  # the worker's business (see chain())
         self.reported: dict[str, Any] | None = None  # what progress() said last
         self.reported_sent: dict[str, Any] | None = None  # what the last heartbeat carried
+
+    @property
+    def canceled(self) -> Canceled:
+        """Set when the handler should stop (see Canceled)."""
+        canceled = self._canceled
+        if canceled is None:
+            with _LOCK:  # the handler's thread and the worker's loop may both ask first
+                if self._canceled is None:
+                    self._canceled = Canceled()
+                canceled = self._canceled
+        return canceled
+
+    def is_canceled(self) -> bool:
+        """``canceled.is_set()``, without making the flag when it was never set."""
+        canceled = self._canceled
+        return canceled is not None and canceled.is_set()
 
     @property
     def last_attempt(self) -> bool:
@@ -140,6 +158,8 @@ class Job:
         Nothing is enqueued when this attempt fails, retries, is canceled or loses
         its lease.
         """
+        if self.chained is None:
+            self.chained = []
         self.chained.append(Chained(topic, payload, key, delay, priority))
 
     def progress(self, fraction: float | None = None, message: str | None = None) -> None:

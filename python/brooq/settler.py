@@ -74,7 +74,7 @@ class Settler:
 
     def add(self, attempt: Attempt, outcome: Outcome, chained: list[Chained] | None = None) -> None:
         """Queue an attempt's outcome (and, for done, the jobs it chained)."""
-        self._outbox.append(Pending(attempt, outcome, chained or []))
+        self._outbox.append(Pending(attempt, outcome, chained or ()))
 
     def drop(self, attempt: Attempt) -> None:
         """Forget the attempt's outcome: its lease is lost, nothing may be written for it."""
@@ -208,7 +208,7 @@ class Settler:
             error = translate(exc, PRODUCER, who(conn)) or exc  # chained: an enqueue
             log.warning("job %d: chained jobs refused (%s); the attempt fails", p.attempt.job.id, error)
             p.outcome = Outcome("failed", describe(error, "chain: "))
-            p.chained = []
+            p.chained = ()
             return self._settle_one(conn, p)
         return state
 

@@ -682,13 +682,13 @@ class Worker:
             if att.phase != QUEUED:
                 return  # withdrawn by a graceful stop: handed back to the queue
             now = time.monotonic()
-            if not (att.closed or att.job.canceled.is_set()) and now - att.confirmed > START_CONFIRM \
+            if not (att.closed or att.job.is_canceled()) and now - att.confirmed > START_CONFIRM \
                     and now < att.expires:
                 self._unconfirmed.append(att)  # the loop confirms its lease, then resubmits it
                 self._waker.wake()
                 return
             self._queued -= 1
-            if att.closed or att.job.canceled.is_set() or now >= att.expires:
+            if att.closed or att.job.is_canceled() or now >= att.expires:
                 # lease lost, canceled, shutdown, or run out (by our clock) before it
                 # started: never run (one whose lease is still ours is handed back)
                 att.phase = SKIPPED
@@ -727,7 +727,7 @@ class Worker:
         stderr (logging.lastResort), so a failing handler is never silent."""
         outcome = of_exception(exc)
         job = att.job
-        if outcome.outcome == "failed" and not job.canceled.is_set():
+        if outcome.outcome == "failed" and not job.is_canceled():
             if isinstance(exc, HandlerSignal):
                 log.info("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
                          job.max_attempts, outcome.error, extra=log_extra(job, "retry"))
