@@ -30,10 +30,13 @@ class Outcome(NamedTuple):
     result: str | None = None
 
 
+DONE = Outcome("done")  # shared (an Outcome is immutable): a NamedTuple costs ~1 us to make
+
+
 def of_return(value: Any) -> Outcome:
     """done, with the value as result (None: no result); failed if it is not JSON."""
     if value is None:
-        return Outcome("done")
+        return DONE
     if inspect.isawaitable(value):
         if inspect.iscoroutine(value):
             value.close()  # never awaited: close it without a RuntimeWarning

@@ -5,7 +5,8 @@ against 0.4 us for cls(*values), measured on Job, which is a few percent of a
 drained job. fields_row checks the result's column names against the class's
 parameters once per result, then builds every row positionally: a query whose
 columns drift from the class fails at once, by name, and a row costs what a tuple
-did. Cold paths (a job's fate, topic stats) use class_row itself.
+did (a NamedTuple is made by its _make, which skips the keyword handling of its
+__new__). Cold paths (a job's fate, topic stats) use class_row itself.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ def fields_row(cls: Callable[..., T]) -> RowFactory[T]:
     """A row factory making ``cls(*values)`` once the columns are checked to be, by name
     and in order, the parameters of ``cls``."""
     expected = [p for p in inspect.signature(cls).parameters if p != "self"]
+    # a NamedTuple's __new__ is a Python lambda (~1 us); _make is tuple.__new__ itself
+    make_tuple: Callable[[Sequence[Any]], T] | None = getattr(cls, "_make", None)
 
     def factory(cursor: Cursor[Any]) -> RowMaker[T]:
         description = cursor.description
@@ -35,6 +38,6 @@ def fields_row(cls: Callable[..., T]) -> RowFactory[T]:
         def make(values: Sequence[Any]) -> T:
             return cls(*values)
 
-        return make
+        return make_tuple if make_tuple is not None else make
 
     return factory
