@@ -13,6 +13,13 @@ from typing import LiteralString
 
 VERSION: LiteralString = "select brooq.version()"
 
+# brooq deploy: what a database holds before deploying into it.
+SCHEMA_PRESENT: LiteralString = """
+select to_regnamespace('brooq') is not null, to_regprocedure('brooq.version()') is not null
+"""
+SQITCH_REGISTRY_PRESENT: LiteralString = "select to_regclass('sqitch.changes') is not null"
+SQITCH_BROOQ_CHANGES: LiteralString = "select count(*) from sqitch.changes where project = 'brooq'"
+
 ENQUEUE: LiteralString = """
 select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,

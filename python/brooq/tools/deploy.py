@@ -22,6 +22,7 @@ import psycopg
 from psycopg.rows import class_row
 
 from brooq import queries
+from brooq.compat import schema_version
 from brooq.redact import one_line
 
 # libpq connection parameters and the environment variables that carry them, so
@@ -157,22 +158,22 @@ def installed_version(dsn: str) -> str | None:
     """The brooq schema version in the database, or None when it has no brooq schema."""
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            if conn.execute("select to_regnamespace('brooq') is null").fetchone() == (True,):
+            schema, versioned = conn.execute(queries.SCHEMA_PRESENT).fetchone() or (False, False)
+            if not schema:
                 return None
-            if conn.execute("select to_regprocedure('brooq.version()') is null").fetchone() == (True,):
+            if not versioned:
                 return "older than 0.1.0"
-            row = conn.execute(queries.VERSION).fetchone()
+            return schema_version(conn)
     except psycopg.Error as exc:
         raise DeployError(f"cannot read the database's brooq schema: {one_line(exc, 300)}") from exc
-    return str(row[0]) if row else None
 
 
 def _sqitch_registered(dsn: str) -> bool:
     """Whether sqitch's registry (schema sqitch) records brooq changes in this database."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        if conn.execute("select to_regclass('sqitch.changes') is null").fetchone() == (True,):
+        if conn.execute(queries.SQITCH_REGISTRY_PRESENT).fetchone() != (True,):
             return False
-        row = conn.execute("select count(*) from sqitch.changes where project = 'brooq'").fetchone()
+        row = conn.execute(queries.SQITCH_BROOQ_CHANGES).fetchone()
     return bool(row and row[0])
 
 
