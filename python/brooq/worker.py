@@ -377,9 +377,13 @@ class Worker:
             self._server = MetricsServer(self.metrics, self.health, host, port)
             self._server.start()
             log.info("worker %s: metrics on %s/metrics", self.name, self._server.url)
+        listen_dsn = self.config.effective_listen_dsn
+        if listen_dsn is None:  # listen=false: poll only (docs/operations.md, PgBouncer)
+            return
         self._listener = Listener(self.name, self._handlers, self._waker.wake)
+        # LISTEN is session state: on listen_dsn, a direct connection when the dsn is pooled
         self._listening = threading.Thread(
-            target=self._listener.run, args=(self.config.dsn, self._connect_kwargs(), self._closing),
+            target=self._listener.run, args=(listen_dsn, self._connect_kwargs(), self._closing),
             name=f"brooq-listen-{self.name}", daemon=True)
         self._listening.start()
 
@@ -508,6 +512,11 @@ class Worker:
                                   "keepalives_interval": 5, "keepalives_count": 3}
         if "application_name" not in psycopg.conninfo.conninfo_to_dict(self.config.dsn):
             kwargs["application_name"] = f"brooq worker {self.name}"[:63]
+        if self.config.transaction_pooler:
+            # psycopg prepares a statement run 5 times on the server connection of the
+            # moment; PgBouncer in transaction mode (before 1.21's max_prepared_statements)
+            # hands the next one to another: "prepared statement _pg3_0 does not exist"
+            kwargs["prepare_threshold"] = None
         return kwargs
 
     def _connect(self, now: float) -> None:
@@ -523,7 +532,10 @@ class Worker:
             return
         try:
             register_loaders(conn)
-            conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self._statement_timeout_ms)])
+            if not self.config.transaction_pooler:
+                # session state: through a pooler it would stay on a server connection that
+                # other clients get next; there the role's statement_timeout bounds statements
+                conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self._statement_timeout_ms)])
             if not self._declared:
                 self._declare_topics(conn)
         except BrooqError:
