@@ -133,6 +133,43 @@ select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, no
  where name = %s::text
 """
 
+# `brooq dashboard` (brooq.tools.dashboard): it reads only the views brooq.topic_stats,
+# brooq.in_flight and brooq.jobs (docs/dashboard.md, "Its database role").
+
+# Jobs in flight, the longest held first: who holds each, since when, lease left.
+DASHBOARD_IN_FLIGHT: LiteralString = """
+select id, topic, attempts, max_attempts, locked_by, claimed_at, running_for,
+       locked_until - now() as lease_left, expired, progress
+  from brooq.in_flight
+ order by claimed_at, id
+ limit %s::integer
+"""
+
+# Jobs finished (done, dead) per topic and minute over the last %(minutes)s minutes,
+# from the time their row was settled (updated_at): a range of job_terminal_idx
+# (topic, updated_at) per topic. ago = 0 is the current minute. Purged rows no longer
+# count: a retention shorter than the window makes the chart lie.
+DASHBOARD_THROUGHPUT: LiteralString = """
+select t.topic, b.ago, b.done, b.dead
+  from unnest(%(topics)s::text[]) as t(topic)
+ cross join lateral (
+       select (extract(epoch from date_trunc('minute', now())
+                                  - date_trunc('minute', j.updated_at)) / 60)::integer as ago,
+              count(*) filter (where j.state = 'done') as done,
+              count(*) filter (where j.state = 'dead') as dead
+         from brooq.jobs j
+        where j.topic = t.topic
+          and j.state in ('done', 'dead')
+          and j.updated_at >= date_trunc('minute', now()) - make_interval(mins => %(minutes)s::integer - 1)
+        group by 1) as b
+"""
+
+# Re-drive a dead (or canceled) job: pending again, its history kept (brooq.retry).
+DASHBOARD_RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
+
+# /healthz: the dashboard reaches its database.
+DASHBOARD_PING: LiteralString = "select 1"
+
 # `brooq deploy` failed: what the deploying role lacks (docs/security.md, "Deploying
 # with a non-superuser owner"). Ownership comes with membership in the owner.
 DEPLOY_RIGHTS: LiteralString = """
