@@ -168,6 +168,8 @@ def test_a_worker_drains_through_pgbouncer(bouncer: str, db: str, listen: bool) 
         wait_for(lambda: brooq.get_job(conn, late).state == "done",  # type: ignore[union-attr]
                  timeout=10, what="the late job")
         waited = time.monotonic() - start
+    print(f"through pgbouncer, {'NOTIFY on a direct connection' if listen else 'polling only'}: "
+          f"an idle worker ran a new job {waited * 1000:.0f} ms after its enqueue")
     assert sorted(seen) == list(range(201))
     assert waited < (1.0 if listen else 2.0), waited
     s = worker.snapshot()

@@ -28,7 +28,7 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 import psycopg
 from psycopg.rows import class_row
@@ -227,7 +227,7 @@ class Database:
 
 # --- the application ----------------------------------------------------------------
 
-Handler = Callable[[Request], Awaitable[Response]]
+Handler: TypeAlias = "Callable[[Request], Awaitable[Response]]"
 
 SECURITY_HEADERS = {
     # No script at all; styles inline; forms post only here; never framed.

@@ -151,8 +151,9 @@ def action(view: View, path: str, label: str, kind: str = "", ident: str = "") -
 
 
 def chart(series: Sequence[tuple[int, int]], top: int) -> str:
-    """Finished jobs per minute, oldest first: done (green) under dead (red)."""
-    width, height, bar = 8, 34, 6
+    """Finished jobs per minute, oldest first: done (green) under dead (red), ``top`` the
+    height of the chart."""
+    width, height, bar = 10, 36, 8
     scale = height / max(top, 1)
     parts = [(f'<svg class="chart" width="{len(series) * width}" height="{height}" role="img" '
               f'aria-label="jobs finished per minute">'
@@ -174,10 +175,10 @@ def topics(view: View, stats: Sequence[TopicStats], series: dict[str, list[tuple
     if not stats:
         return page(view, "Topics", '<p class="muted">No topics yet: a worker declares its topics '
                                     "when it starts, or run <code>brooq declare-topic NAME</code>.</p>")
-    top = max((d + x for s in series.values() for d, x in s), default=0)
     rows = []
     for s in stats:
         minutes = series.get(s.topic, [])
+        top = max((d + x for d, x in minutes), default=0)  # each topic to its own scale
         finished = sum(d + x for d, x in minutes)
         dead = sum(x for _, x in minutes)
         state = badge("paused") if s.paused else badge("running")
