@@ -40,7 +40,8 @@ select name
                            backoff_base => %s::interval, backoff_max => %s::interval,
                            retention => %s::interval, max_payload_bytes => %s::integer,
                            notify => %s::boolean, max_lease_losses => %s::integer,
-                           max_lease => %s::interval)
+                           max_lease => %s::interval, max_in_flight => %s::integer,
+                           rate => %s::integer, per => %s::interval)
 """
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
@@ -73,14 +74,16 @@ select id, topic, state, attempts, max_attempts, priority, last_error, result, p
 """
 
 TOPIC_STATS: LiteralString = """
-select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age
+select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate
   from brooq.topic_stats
  order by topic
 """
 
 # The worker's gauges: its own topics only.
 TOPIC_STATS_OF: LiteralString = """
-select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age
+select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate
   from brooq.topic_stats
  where topic = any(%s::text[])
 """
