@@ -289,6 +289,16 @@ def test_the_documented_read_only_role_sees_every_page(
         finally:
             d.proc.terminate()
             d.proc.wait(timeout=10)
+        # without those grants: every page is refused, saying what it needs
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(f"revoke select on brooq.topic_stats from {role}")  # type: ignore[call-overload]
+        d = start_dashboard(ro_dsn)
+        try:
+            status, text = d.get("/")
+            assert status == 403 and "Its database role" in text
+        finally:
+            d.proc.terminate()
+            d.proc.wait(timeout=10)
     finally:
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute(f"drop owned by {role}")  # type: ignore[call-overload]
@@ -298,7 +308,8 @@ def test_the_documented_read_only_role_sees_every_page(
 
 def test_brooq_dashboard_refuses_a_public_address_and_a_short_token(db: str) -> None:
     for args, message in ((["--address", "0.0.0.0:0"], "not a loopback address"),
-                          (["--token", "short"], "16 or more")):
+                          (["--token", "short"], "16 or more"),
+                          (["--dsn", "postgresql://postgres@127.0.0.1:1/x"], "cannot connect")):
         done = subprocess.run([sys.executable, "-m", "brooq.tools", "dashboard", "--dsn", db, *args],
                               capture_output=True, text=True, timeout=30, check=False)
         assert done.returncode != 0 and message in done.stderr, done.stderr

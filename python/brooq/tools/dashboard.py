@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeAlias
 
 import psycopg
+import psycopg.errors
 from psycopg.rows import class_row
 
 from brooq import producer, queries
@@ -296,12 +297,13 @@ def create_app(dsn: str, token: str | None) -> Starlette:
             here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
             flash=FLASH.get(request.query_params.get("did", ""), ""))
 
-    def failed(request: Request, exc: Exception) -> HTMLResponse:
-        if isinstance(exc, PermissionDenied):
+    def failed(request: Request, exc: Exception, acting: bool = False) -> HTMLResponse:
+        if isinstance(exc, PermissionDenied | psycopg.errors.InsufficientPrivilege):
+            why = ("actions need brooq_admin" if acting else
+                   "reading needs the grants of docs/dashboard.md, \"Its database role\"")
             return respond(request, html.message(
                 view(request), "Refused by the database",
-                f"The dashboard's database role may not do this: actions need brooq_admin "
-                f"({one_line(exc, 200)})."), 403)
+                f"The dashboard's database role may not do this: {why} ({one_line(exc, 200)})."), 403)
         return respond(request, html.message(
             view(request), "The database answered with an error", one_line(exc, 300)), 503)
 
@@ -371,7 +373,7 @@ def create_app(dsn: str, token: str | None) -> Starlette:
             try:
                 changed = await run_in_threadpool(db.act, name, target)
             except (psycopg.Error, BrooqError) as exc:
-                return failed(request, exc)
+                return failed(request, exc, acting=True)
             done = {"cancel": "canceled", "retry": "retried", "pause": "paused",
                     "resume": "resumed"}[name]
             flash = done if changed else f"not-{done}"
