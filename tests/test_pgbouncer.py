@@ -174,3 +174,15 @@ def test_a_worker_drains_through_pgbouncer(bouncer: str, db: str, listen: bool) 
     assert waited < (1.0 if listen else 2.0), waited
     s = worker.snapshot()
     assert (s.done, s.failed) == (201, 0)
+
+
+def test_a_pooled_worker_that_would_listen_through_the_pooler_is_refused() -> None:
+    with pytest.raises(brooq.ConfigError, match="listen_dsn to a direct connection"):
+        brooq.WorkerConfig.from_env({}, dsn="dbname=x", transaction_pooler=True)
+    with pytest.raises(brooq.ConfigError, match="listen_dsn: not a valid connection string"):
+        brooq.WorkerConfig.from_env({}, dsn="dbname=x", listen_dsn="nonsense here")
+    env = {"BROOQ_DSN": "dbname=x", "BROOQ_TRANSACTION_POOLER": "true", "BROOQ_LISTEN": "false"}
+    assert brooq.WorkerConfig.from_env(env).effective_listen_dsn is None
+    env = {"BROOQ_DSN": "dbname=x", "BROOQ_LISTEN_DSN": "dbname=y"}
+    assert brooq.WorkerConfig.from_env(env).effective_listen_dsn == "dbname=y"
+    assert brooq.WorkerConfig.from_env({}, dsn="dbname=x").effective_listen_dsn == "dbname=x"
