@@ -1,11 +1,12 @@
 -- Revert brooq:views from pg
--- Written by hand (the rework added a column, which create or replace view cannot take back): drops the two views it changed,
+-- Written by hand (the rework added columns, which create or replace view cannot take back): drops the three views it changed,
 -- then restores views@v0.1.0, the body of its deploy script.
 
 begin;
 
 drop view brooq.in_flight;
 drop view brooq.jobs;
+drop view brooq.topic_stats;
 
 -- The observability views. They read only the partial indexes of active jobs
 -- (ready, in flight), so they stay cheap to scrape on a table of millions of

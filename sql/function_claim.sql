@@ -21,6 +21,28 @@
 -- reach max_lease_losses with it. Taken one per claim, they part ways.
 -- (job_suspect_idx finds them; it is empty on a healthy queue.)
 --
+-- Flow control (issue 14): a topic declared with max_in_flight or rate (see
+-- brooq.declare_topic) is claimed under a lock of its own: a transaction-level
+-- advisory lock (key pair 1651666801, hashtext(topic); taken in hash order, so
+-- claims of several topics cannot deadlock), held until the claim's transaction
+-- ends. Under it, in statements that start after the lock is granted (so they see
+-- every claim of the topic that committed before), claim counts the topic's jobs
+-- processing and its claims in the current window, and takes at most
+--   least(max_jobs, max_in_flight - processing, rate - claims in (t - per, t])
+-- jobs of the topic. Only claim makes a job processing, so counting under the lock
+-- cannot let max_in_flight be passed whatever reap, settle and cancel do at the same
+-- time (they only lower the count). Topics without limits take no lock and keep
+-- the plain SKIP LOCKED statement.
+-- The rate model is a sliding log (brooq.claim_window): each claim that took jobs
+-- of the topic is written with its instant t and its count; a claim at t may take
+-- rate minus the jobs claimed in (t - per, t]. So at most `rate` jobs are claimed in
+-- any window of length per, with no burst above it: a full rate may be claimed at
+-- once, then nothing until the oldest claims leave the window. t is the clock, or the
+-- latest instant already written when that is later (a claim whose transaction
+-- started earlier but got the lock later must not count from the past).
+-- Flow-limited topics need READ COMMITTED (a snapshot taken before the lock would
+-- not see the claims it waited for): in another isolation level, claim refuses them.
+--
 -- Parameters:
 --   worker    a non-empty name for the caller, unique per worker process
 --   topics    the topics to take jobs from (unknown ones are an error)
@@ -34,7 +56,10 @@
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
 --                                  max_jobs or lease out of range
 --   42704 undefined_object         a topic was never declared
--- Touches: updates up to max_jobs rows of brooq.job.
+--   25000 invalid_transaction_state  a flow-limited topic claimed in a transaction
+--                                  that is not READ COMMITTED
+-- Touches: updates up to max_jobs rows of brooq.job; for rate-limited topics,
+-- trims and appends to brooq.claim_window.
 create or replace function brooq.claim(
     worker text,
     topics text[],
@@ -51,6 +76,14 @@ declare
     v_unknown text;
     v_max_lease interval;
     v_token bigint;
+    v_flow text[];            -- the active topics with a flow limit
+    v_caps integer[];         -- per active topic, the most jobs this call may take of it
+    v_rated text[] := '{}';   -- the active topics with a rate limit ...
+    v_rated_at timestamptz[] := '{}';  -- ... and the instant their claims are counted at
+    v_lock integer;
+    v_limits record;
+    v_n bigint;
+    v_at timestamptz;
 begin
     if claim.worker is null or claim.topics is null or claim.max_jobs is null or claim.lease is null then
         raise exception 'brooq.claim: arguments must not be NULL'
@@ -81,8 +114,10 @@ begin
     end if;
     select array_agg(distinct t.name) filter (where not t.paused),
            min(q.name) filter (where t.name is null),
-           min(t.max_lease)
-      into v_active, v_unknown, v_max_lease
+           min(t.max_lease),
+           array_agg(distinct t.name) filter (where not t.paused
+                                              and (t.max_in_flight is not null or t.rate is not null))
+      into v_active, v_unknown, v_max_lease, v_flow
       from unnest(claim.topics) as q(name)
       left join brooq.topic t on t.name = q.name;
     if v_unknown is not null then
@@ -95,7 +130,50 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'Claim with a shorter lease and renew it with brooq.heartbeat, or raise max_lease with brooq.declare_topic.';
     end if;
+    if v_active is null then
+        return;  -- every topic named is paused
+    end if;
     v_token := ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 8), 'hex'))::bit(64)::bigint;
+
+    if v_flow is not null then
+        -- Flow control (see the header): lock, then count in fresh snapshots.
+        if current_setting('transaction_isolation') <> 'read committed' then
+            raise exception 'cannot claim from flow-limited topic "%" in a % transaction', v_flow[1],
+                    upper(current_setting('transaction_isolation'))
+                using errcode = 'invalid_transaction_state',
+                      hint = 'Claim in a READ COMMITTED transaction (the default), e.g. in autocommit.';
+        end if;
+        foreach v_lock in array array(select distinct hashtext(f.name) from unnest(v_flow) as f(name) order by 1) loop
+            perform pg_advisory_xact_lock(1651666801, v_lock);
+        end loop;
+        v_caps := array_fill(claim.max_jobs, array[cardinality(v_active)]);
+        for i in 1 .. cardinality(v_active) loop
+            select t.max_in_flight, t.rate, t.per into v_limits from brooq.topic t where t.name = v_active[i];
+            if v_limits.max_in_flight is not null then
+                -- read at most max_in_flight of them: the cost is bounded by the limit
+                select count(*) into v_n
+                  from (select from brooq.job j
+                         where j.locked_until is not null and j.state = 'processing'
+                           and j.topic = v_active[i]
+                         limit v_limits.max_in_flight) as f;
+                v_caps[i] := least(v_caps[i], greatest(v_limits.max_in_flight - v_n, 0));
+            end if;
+            if v_limits.rate is not null then
+                select greatest(v_now, max(w.claimed_at)) into v_at
+                  from brooq.claim_window w where w.topic = v_active[i];
+                delete from brooq.claim_window w
+                 where w.topic = v_active[i] and w.claimed_at <= v_at - v_limits.per;
+                select coalesce(sum(w.jobs), 0) into v_n
+                  from brooq.claim_window w where w.topic = v_active[i];
+                v_caps[i] := least(v_caps[i], greatest(v_limits.rate - v_n, 0));
+                v_rated := v_rated || v_active[i];
+                v_rated_at := v_rated_at || v_at;
+            end if;
+        end loop;
+        if (select coalesce(max(c), 0) from unnest(v_caps) as c) = 0 then
+            return;  -- every topic is at its limit
+        end if;
+    end if;
 
     if cardinality(v_active) = 1 then
         -- One topic (the common case): an ordered scan of job_ready_idx, no sort.
@@ -110,7 +188,7 @@ begin
                and j.available_at <= v_now
                and j.lease_losses = 0
              order by j.priority desc, j.available_at, j.id
-             limit claim.max_jobs
+             limit coalesce(v_caps[1], claim.max_jobs)
                for no key update skip locked
         ), suspect as (
             -- at most one job that lost its lease (see the header): job_suspect_idx
@@ -121,13 +199,13 @@ begin
                and j.available_at <= v_now
                and j.lease_losses > 0
              order by j.priority desc, j.available_at, j.id
-             limit 1
+             limit least(coalesce(v_caps[1], 1), 1)
                for no key update skip locked
         ), ready as (
             select r.id
               from (select * from fresh union all select * from suspect) as r
              order by r.priority desc, r.available_at, r.id
-             limit claim.max_jobs
+             limit coalesce(v_caps[1], claim.max_jobs)
         )
         update brooq.job j
            set state = 'processing',
@@ -140,14 +218,23 @@ begin
          where j.id = ready.id
         returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
                   j.lease_token, j.locked_until, j.created_at;
+        if cardinality(v_rated) > 0 then
+            -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
+            get diagnostics v_n = row_count;
+            if v_n > 0 then
+                insert into brooq.claim_window (topic, claimed_at, jobs) values (v_rated[1], v_rated_at[1], v_n);
+            end if;
+        end if;
     else
-        -- Several topics: the head of each topic's ordered scan, merged. Rows of a
-        -- topic's head that lose the merge stay locked until this transaction
-        -- ends (a claim's transaction is short); other claimers skip them.
+        -- Several topics: the head of each topic's ordered scan (at most its cap,
+        -- see flow control), merged. Rows of a topic's head that lose the merge stay
+        -- locked until this transaction ends (a claim's transaction is short); other
+        -- claimers skip them.
+        v_caps := coalesce(v_caps, array_fill(claim.max_jobs, array[cardinality(v_active)]));
         return query
         with fresh as (
-            select h.id, h.priority, h.available_at
-              from unnest(v_active) as a(topic)
+            select a.topic, h.id, h.priority, h.available_at
+              from unnest(v_active, v_caps) as a(topic, cap)
              cross join lateral (
                    select j.id, j.priority, j.available_at
                      from brooq.job j
@@ -156,12 +243,12 @@ begin
                       and j.available_at <= v_now
                       and j.lease_losses = 0
                     order by j.priority desc, j.available_at, j.id
-                    limit claim.max_jobs
+                    limit a.cap
                       for no key update skip locked
              ) as h
         ), suspect as (
-            select h.id, h.priority, h.available_at
-              from unnest(v_active) as a(topic)
+            select a.topic, h.id, h.priority, h.available_at
+              from unnest(v_active, v_caps) as a(topic, cap)
              cross join lateral (
                    select j.id, j.priority, j.available_at
                      from brooq.job j
@@ -170,34 +257,48 @@ begin
                       and j.available_at <= v_now
                       and j.lease_losses > 0
                     order by j.priority desc, j.available_at, j.id
-                    limit 1
+                    limit least(a.cap, 1)
                       for no key update skip locked
              ) as h
              order by h.priority desc, h.available_at, h.id
              limit 1
         ), ready as (
+            -- the suspect job may be one more of a topic whose cap fresh filled: at
+            -- most cap per topic (a window over at most topics x max_jobs + 1 rows)
             select r.id
-              from (select * from fresh union all select * from suspect) as r
+              from (select u.*, row_number() over (partition by u.topic
+                                                   order by u.priority desc, u.available_at, u.id) as nth
+                      from (select * from fresh union all select * from suspect) as u) as r
+              join unnest(v_active, v_caps) as a(topic, cap) on a.topic = r.topic and r.nth <= a.cap
              order by r.priority desc, r.available_at, r.id
              limit claim.max_jobs
+        ), claimed as (
+            update brooq.job j
+               set state = 'processing',
+                   attempts = j.attempts + 1,
+                   lease_token = v_token,
+                   locked_by = claim.worker,
+                   locked_until = v_now + claim.lease,
+                   updated_at = v_now
+              from ready
+             where j.id = ready.id
+            returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
+                      j.lease_token, j.locked_until, j.created_at
+        ), counted as (
+            -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
+            insert into brooq.claim_window (topic, claimed_at, jobs)
+            select c.topic, r.at, count(*)
+              from claimed c
+              join unnest(v_rated, v_rated_at) as r(topic, at) on r.topic = c.topic
+             group by c.topic, r.at
         )
-        update brooq.job j
-           set state = 'processing',
-               attempts = j.attempts + 1,
-               lease_token = v_token,
-               locked_by = claim.worker,
-               locked_until = v_now + claim.lease,
-               updated_at = v_now
-          from ready
-         where j.id = ready.id
-        returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                  j.lease_token, j.locked_until, j.created_at;
+        select * from claimed;
     end if;
 end
 $$;
 
 comment on function brooq.claim(text, text[], integer, interval) is
-'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic.';
+'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token; a topic''s max_in_flight and rate per per are enforced under a lock of the topic. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic, 25000 a flow-limited topic outside READ COMMITTED.';
 
 revoke all on function brooq.claim(text, text[], integer, interval) from public;
 grant execute on function brooq.claim(text, text[], integer, interval) to brooq_worker;

@@ -1,6 +1,6 @@
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
---                     max_payload_bytes, notify, max_lease, max_lease_losses)
---                     -> brooq.topic
+--                     max_payload_bytes, notify, max_lease, max_lease_losses,
+--                     max_in_flight, rate, per) -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -22,6 +22,15 @@
 --   max_lease_losses   the poison-pill rule: a job whose lease is lost (reaped) this
 --                      many times in a row, with no outcome written in between, is
 --                      made dead by brooq.reap; 1 to 1000 (default 5)
+--   max_in_flight      flow control: at most this many jobs of the topic processing
+--                      at any moment, across all workers; 1 to 1000000, NULL (the
+--                      default) = no limit. Lowered below the jobs in flight, it
+--                      stops claims until they fall below it (none is taken back).
+--   rate, per          flow control: at most `rate` jobs of the topic claimed in any
+--                      window of length `per` (a sliding window, no burst above rate;
+--                      see brooq.claim); rate 1 to 1000000, per 1 millisecond to
+--                      1 day (default 1 second when rate is given); rate NULL (the
+--                      default) = no rate limit, and then per must be NULL too
 --
 -- Returns: the topic row as stored.
 -- Errors:
@@ -29,10 +38,12 @@
 --   22023 invalid_parameter_value  a bad name or setting
 -- Touches: inserts or updates one row of brooq.topic.
 
--- 0.1.0's signature, without max_lease; and the one of 0.2.0's development before
--- max_lease_losses (never released; harmless where it does not exist).
+-- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
+-- max_lease_losses and before the flow limits (never released; harmless where they
+-- do not exist).
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
 
 create or replace function brooq.declare_topic(
     name text,
@@ -43,7 +54,10 @@ create or replace function brooq.declare_topic(
     max_payload_bytes integer default 1048576,
     notify boolean default true,
     max_lease interval default '1 hour',
-    max_lease_losses integer default 5)
+    max_lease_losses integer default 5,
+    max_in_flight integer default null,
+    rate integer default null,
+    per interval default null)
 returns brooq.topic
 language plpgsql
 security definer
@@ -52,6 +66,7 @@ as $$
 declare
     v_now timestamptz := brooq._now();
     v_topic brooq.topic;
+    v_per interval := declare_topic.per;
 begin
     if declare_topic.name is null or declare_topic.max_attempts is null
         or declare_topic.backoff_base is null or declare_topic.backoff_max is null
@@ -127,14 +142,37 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'max_lease_losses must be between 1 and 1000 (lease losses in a row before a job is dead).';
     end if;
+    if declare_topic.max_in_flight not between 1 and 1000000 then
+        raise exception 'invalid max_in_flight % for topic "%"', declare_topic.max_in_flight, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_in_flight must be between 1 and 1000000, or NULL for no limit.';
+    end if;
+    if declare_topic.rate not between 1 and 1000000 then
+        raise exception 'invalid rate % for topic "%"', declare_topic.rate, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'rate must be between 1 and 1000000 claims per window, or NULL for no rate limit.';
+    end if;
+    if declare_topic.rate is null and v_per is not null then
+        raise exception 'per % given without a rate for topic "%"', v_per, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give both, e.g. rate => 10, per => ''1 second'', or neither.';
+    end if;
+    if declare_topic.rate is not null then
+        v_per := coalesce(v_per, interval '1 second');
+        if v_per not between interval '1 millisecond' and interval '1 day' or not brooq._duration_ok(v_per) then
+            raise exception 'invalid per % for topic "%"', v_per, declare_topic.name
+                using errcode = 'invalid_parameter_value',
+                      hint = 'per must be between 1 millisecond and 1 day, positive in every part, e.g. ''1 second''.';
+        end if;
+    end if;
 
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
                                   max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses)
+                                  max_lease_losses, max_in_flight, rate, per)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
             declare_topic.notify, v_now, v_now, declare_topic.max_lease,
-            declare_topic.max_lease_losses)
+            declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -144,14 +182,17 @@ begin
             notify = excluded.notify,
             max_lease = excluded.max_lease,
             max_lease_losses = excluded.max_lease_losses,
+            max_in_flight = excluded.max_in_flight,
+            rate = excluded.rate,
+            per = excluded.per,
             updated_at = excluded.updated_at
     returning t.* into v_topic;
     return v_topic;
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer) is
-'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Errors: 22004 NULL argument, 22023 bad name or setting.';
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) is
+'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none). Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) to brooq_admin;

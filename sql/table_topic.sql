@@ -16,6 +16,11 @@ create table brooq.topic (
     max_lease         interval    not null default '1 hour',
     -- lease losses in a row that make a job dead (table_topic_add_max_lease_losses)
     max_lease_losses  integer     not null default 5,
+    -- flow control in brooq.claim, NULL = no limit (table_topic_add_flow):
+    -- at most max_in_flight jobs processing; at most rate claims in any window of per
+    max_in_flight     integer,
+    rate              integer,
+    per               interval,
     constraint topic_pkey primary key (name),
     constraint topic_name_valid check (name ~ '^[a-z0-9._-]{1,128}$'),
     constraint topic_max_attempts_positive check (max_attempts between 1 and 1000),
@@ -24,7 +29,11 @@ create table brooq.topic (
     constraint topic_retention_not_negative check (retention >= interval '0'),
     constraint topic_max_payload_bytes_range check (max_payload_bytes between 1 and 268435455),
     constraint topic_max_lease_range check (max_lease between interval '1 second' and interval '7 days'),
-    constraint topic_max_lease_losses_range check (max_lease_losses between 1 and 1000)
+    constraint topic_max_lease_losses_range check (max_lease_losses between 1 and 1000),
+    constraint topic_max_in_flight_range check (max_in_flight between 1 and 1000000),
+    constraint topic_rate_range check (rate between 1 and 1000000),
+    constraint topic_per_range check (per between interval '1 millisecond' and interval '1 day'),
+    constraint topic_rate_with_per check ((rate is null) = (per is null))
 );
 
 comment on table brooq.topic is

@@ -9,6 +9,11 @@
 --   processing             jobs in flight
 --   expired                in flight with an expired lease (reap will return them)
 --   oldest_ready_age       how long the oldest ready job has waited (NULL: none)
+--   max_in_flight, rate, per   the topic's flow limits (NULL: none; brooq.declare_topic)
+--   held_by_in_flight      ready jobs that max_in_flight keeps from a claim now:
+--                          ready - (max_in_flight - processing), at least 0
+--   held_by_rate           ready jobs that the rate keeps from a claim now:
+--                          ready - (rate - jobs claimed in the last per), at least 0
 create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
@@ -18,7 +23,18 @@ select t.name as topic,
        coalesce(w.pending + w.failed - w.ready, 0) as scheduled,
        coalesce(f.processing, 0) as processing,
        coalesce(f.expired, 0) as expired,
-       (select brooq._now()) - w.oldest_ready_at as oldest_ready_age
+       (select brooq._now()) - w.oldest_ready_at as oldest_ready_age,
+       t.max_in_flight,
+       t.rate,
+       t.per,
+       case when t.max_in_flight is null then 0
+            else greatest(coalesce(w.ready, 0) - greatest(t.max_in_flight - coalesce(f.processing, 0), 0), 0)
+       end as held_by_in_flight,
+       case when t.rate is null then 0
+            else greatest(coalesce(w.ready, 0) - greatest(t.rate - coalesce((
+                     select sum(c.jobs) from brooq.claim_window c
+                      where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
+       end as held_by_rate
   from brooq.topic t
   -- Grouped once, then joined: a lateral subquery per topic row made the planner
   -- multiply the scan's cost by its guess of the topic count (600 before the tiny
@@ -44,7 +60,7 @@ select t.name as topic,
   ) as f on f.topic = t.name;
 
 comment on view brooq.topic_stats is
-'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job.';
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back.';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
 create or replace view brooq.in_flight as

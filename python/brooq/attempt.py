@@ -37,6 +37,9 @@ class TopicHandler:
     notify: bool
     max_lease_losses: int = 5
     max_lease: timedelta = timedelta(hours=1)
+    max_in_flight: int | None = None  # flow control (brooq.declare_topic), None: no limit
+    rate: int | None = None
+    per: timedelta | None = None
 
 
 class Attempt:

@@ -28,7 +28,7 @@ from psycopg.rows import class_row
 from brooq import queries
 from brooq.counters import Counters
 from brooq.outcome import SETTLED_AS
-from brooq.producer import TopicStats
+from brooq.producer import HELD_BY, TopicStats
 
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
 
@@ -75,6 +75,10 @@ class Metrics:
         self.slots = Gauge("brooq_slots", "Concurrency of this worker.", registry=r)
         self.jobs = Gauge("brooq_jobs", "Jobs by topic and state (from brooq.topic_stats).",
                           ["topic", "state"], registry=r)
+        self.held = Gauge("brooq_jobs_held",
+                          "Ready jobs a flow limit of the topic keeps from being claimed now (from "
+                          f"brooq.topic_stats: {', '.join('held_by_' + h for h in HELD_BY)}).",
+                          ["topic", "limit"], registry=r)
         self.oldest_ready_age = Gauge("brooq_oldest_ready_age_seconds",
                                       "Age of the oldest ready job (0 when none).", ["topic"], registry=r)
         self.reaped = Counter("brooq_jobs_reaped", "Expired leases this worker returned to the queue.",
@@ -85,6 +89,8 @@ class Metrics:
         self.duration.labels(topic)
         for state in ("pending", "failed", "processing"):
             self.jobs.labels(topic, state)
+        for limit in HELD_BY:
+            self.held.labels(topic, limit)
         self.oldest_ready_age.labels(topic)
 
     def refresh_stats(self, conn: psycopg.Connection[Any], topics: list[str]) -> None:
@@ -94,6 +100,8 @@ class Metrics:
             self.jobs.labels(r.topic, "pending").set(r.pending)
             self.jobs.labels(r.topic, "failed").set(r.failed)
             self.jobs.labels(r.topic, "processing").set(r.processing)
+            for limit in HELD_BY:
+                self.held.labels(r.topic, limit).set(getattr(r, f"held_by_{limit}"))
             age = r.oldest_ready_age
             self.oldest_ready_age.labels(r.topic).set(0.0 if age is None else age.total_seconds())
 

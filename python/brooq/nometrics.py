@@ -44,7 +44,7 @@ class NoMetrics:
 
     def __init__(self) -> None:
         self.duration = self.busy_slots = self.slots = self.jobs = Sink()
-        self.oldest_ready_age = self.reaped = Sink()
+        self.oldest_ready_age = self.reaped = self.held = Sink()
 
     def declare_topic(self, topic: str) -> None:
         pass

@@ -49,6 +49,11 @@ class JobFate(NamedTuple):
     progress: Any = None  # what the handler last reported (job.progress), if anything
 
 
+# The flow limits that hold ready jobs back: TopicStats.held_by_<limit>, and the
+# label of the worker's gauge brooq_jobs_held{topic,limit}.
+HELD_BY = ("in_flight", "rate")
+
+
 class TopicStats(NamedTuple):
     """One row of brooq.topic_stats: depth and lag of a topic."""
 
@@ -61,6 +66,11 @@ class TopicStats(NamedTuple):
     processing: int
     expired: int
     oldest_ready_age: timedelta | None
+    max_in_flight: int | None = None  # the flow limits (None: none), see declare_topic
+    rate: int | None = None
+    per: timedelta | None = None
+    held_by_in_flight: int = 0  # ready jobs a claim now would not get because of max_in_flight
+    held_by_rate: int = 0  # ... because of the rate
 
 
 def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
@@ -99,10 +109,12 @@ def enqueue_many_args(topic: str, payloads: Iterable[Any], keys: Sequence[str | 
 
 def declare_topic_args(name: str, max_attempts: int, backoff_base: timedelta,
                        backoff_max: timedelta, retention: timedelta, max_payload_bytes: int,
-                       notify: bool, max_lease_losses: int, max_lease: timedelta) -> list[Any]:
+                       notify: bool, max_lease_losses: int, max_lease: timedelta,
+                       max_in_flight: int | None = None, rate: int | None = None,
+                       per: timedelta | None = None) -> list[Any]:
     """The parameters of queries.DECLARE_TOPIC (shared with brooq.aio)."""
     return [name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease]
+            max_lease_losses, max_lease, max_in_flight, rate, per]
 
 
 def _sync(conn: Any, helper: str) -> None:
@@ -140,16 +152,22 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
                   backoff_max: timedelta = timedelta(minutes=1),
                   retention: timedelta = timedelta(days=30),
                   max_payload_bytes: int = 1 << 20, notify: bool = True,
-                  max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1)) -> None:
+                  max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1),
+                  max_in_flight: int | None = None, rate: int | None = None,
+                  per: timedelta | None = None) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin).
     ``max_lease_losses``: that many lease losses (reaps) of a job in a row, with no
     outcome written between, make it dead (a handler that kills its process).
-    ``max_lease``: the longest lease claim may give a job of the topic."""
+    ``max_lease``: the longest lease claim may give a job of the topic.
+    Flow control, enforced by brooq.claim for every worker (None: no limit):
+    ``max_in_flight``: at most that many jobs of the topic processing at once;
+    ``rate``, ``per``: at most ``rate`` jobs claimed in any window of ``per``
+    (default one second)."""
     _sync(conn, "declare_topic")
     with mapped(ADMIN, conn):
         conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
             name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease))
+            max_lease_losses, max_lease, max_in_flight, rate, per))
 
 
 def cancel(conn: Conn, job_id: int) -> bool:

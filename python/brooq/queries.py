@@ -40,7 +40,8 @@ select name
                            backoff_base => %s::interval, backoff_max => %s::interval,
                            retention => %s::interval, max_payload_bytes => %s::integer,
                            notify => %s::boolean, max_lease_losses => %s::integer,
-                           max_lease => %s::interval)
+                           max_lease => %s::interval, max_in_flight => %s::integer,
+                           rate => %s::integer, per => %s::interval)
 """
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
@@ -81,14 +82,16 @@ select id, topic, state, attempts, max_attempts, priority, last_error, result, p
 """
 
 TOPIC_STATS: LiteralString = """
-select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age
+select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate
   from brooq.topic_stats
  order by topic
 """
 
 # The worker's gauges: its own topics only.
 TOPIC_STATS_OF: LiteralString = """
-select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age
+select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate
   from brooq.topic_stats
  where topic = any(%s::text[])
 """
@@ -140,6 +143,43 @@ select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, no
   from brooq.topic
  where name = %s::text
 """
+
+# `brooq dashboard` (brooq.tools.dashboard): it reads only the views brooq.topic_stats,
+# brooq.in_flight and brooq.jobs (docs/dashboard.md, "Its database role").
+
+# Jobs in flight, the longest held first: who holds each, since when, lease left.
+DASHBOARD_IN_FLIGHT: LiteralString = """
+select id, topic, attempts, max_attempts, locked_by, claimed_at, running_for,
+       locked_until - now() as lease_left, expired, progress
+  from brooq.in_flight
+ order by claimed_at, id
+ limit %s::integer
+"""
+
+# Jobs finished (done, dead) per topic and minute over the last %(minutes)s minutes,
+# from the time their row was settled (updated_at): a range of job_terminal_idx
+# (topic, updated_at) per topic. ago = 0 is the current minute. Purged rows no longer
+# count: a retention shorter than the window makes the chart lie.
+DASHBOARD_THROUGHPUT: LiteralString = """
+select t.topic, b.ago, b.done, b.dead
+  from unnest(%(topics)s::text[]) as t(topic)
+ cross join lateral (
+       select (extract(epoch from date_trunc('minute', now())
+                                  - date_trunc('minute', j.updated_at)) / 60)::integer as ago,
+              count(*) filter (where j.state = 'done') as done,
+              count(*) filter (where j.state = 'dead') as dead
+         from brooq.jobs j
+        where j.topic = t.topic
+          and j.state in ('done', 'dead')
+          and j.updated_at >= date_trunc('minute', now()) - make_interval(mins => %(minutes)s::integer - 1)
+        group by 1) as b
+"""
+
+# Re-drive a dead (or canceled) job: pending again, its history kept (brooq.retry).
+DASHBOARD_RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
+
+# /healthz: the dashboard reaches its database.
+DASHBOARD_PING: LiteralString = "select 1"
 
 # `brooq deploy` failed: what the deploying role lacks (docs/security.md, "Deploying
 # with a non-superuser owner"). Ownership comes with membership in the owner.

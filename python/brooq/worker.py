@@ -225,7 +225,9 @@ class Worker:
                 notify: bool = True,
                 timeout: timedelta | None = timedelta(minutes=1),
                 max_lease_losses: int = 5,
-                max_lease: timedelta = timedelta(hours=1)) -> Callable[[F], F]:
+                max_lease: timedelta = timedelta(hours=1),
+                max_in_flight: int | None = None, rate: int | None = None,
+                per: timedelta | None = None) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``topic``.
 
         The topic settings are declared in the database when the worker starts
@@ -233,6 +235,9 @@ class Worker:
         ``timeout`` bounds one attempt (None: no limit): past it the job's
         ``canceled`` is set and the attempt is settled as failed. ``max_lease`` bounds the
         lease any worker may take on the topic's jobs: this worker's lease must fit in it.
+        ``max_in_flight``, ``rate`` and ``per`` are the topic's flow limits, enforced by
+        brooq.claim across all workers (None: no limit; see declare_topic). Every worker
+        declares them at start: give every worker of the topic the same ones.
         """
         if self._started:
             raise RuntimeError("register handlers before run()")
@@ -247,7 +252,8 @@ class Worker:
         def register(fn: F) -> F:
             self._handlers[topic] = TopicHandler(
                 topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
-                backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease)
+                backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease,
+                max_in_flight, rate, per)
             self._counts.add_topic(topic)
             self.metrics.declare_topic(topic)
             self._durations[topic] = self.metrics.duration.labels(topic)
@@ -271,7 +277,8 @@ class Worker:
         declare_topic(conn, h.topic, max_attempts=h.max_attempts, backoff_base=h.backoff_base,
                       backoff_max=h.backoff_max, retention=h.retention,
                       max_payload_bytes=h.max_payload_bytes, notify=h.notify,
-                      max_lease_losses=h.max_lease_losses, max_lease=h.max_lease)
+                      max_lease_losses=h.max_lease_losses, max_lease=h.max_lease,
+                      max_in_flight=h.max_in_flight, rate=h.rate, per=h.per)
 
     # --- control from other threads -----------------------------------------------
 
@@ -377,9 +384,13 @@ class Worker:
             self._server = MetricsServer(self.metrics, self.health, host, port)
             self._server.start()
             log.info("worker %s: metrics on %s/metrics", self.name, self._server.url)
+        listen_dsn = self.config.effective_listen_dsn
+        if listen_dsn is None:  # listen=false: poll only (docs/operations.md, PgBouncer)
+            return
         self._listener = Listener(self.name, self._handlers, self._waker.wake)
+        # LISTEN is session state: on listen_dsn, a direct connection when the dsn is pooled
         self._listening = threading.Thread(
-            target=self._listener.run, args=(self.config.dsn, self._connect_kwargs(), self._closing),
+            target=self._listener.run, args=(listen_dsn, self._connect_kwargs(), self._closing),
             name=f"brooq-listen-{self.name}", daemon=True)
         self._listening.start()
 
@@ -508,6 +519,11 @@ class Worker:
                                   "keepalives_interval": 5, "keepalives_count": 3}
         if "application_name" not in psycopg.conninfo.conninfo_to_dict(self.config.dsn):
             kwargs["application_name"] = f"brooq worker {self.name}"[:63]
+        if self.config.transaction_pooler:
+            # psycopg prepares a statement run 5 times on the server connection of the
+            # moment; PgBouncer in transaction mode (before 1.21's max_prepared_statements)
+            # hands the next one to another: "prepared statement _pg3_0 does not exist"
+            kwargs["prepare_threshold"] = None
         return kwargs
 
     def _connect(self, now: float) -> None:
@@ -523,7 +539,10 @@ class Worker:
             return
         try:
             register_loaders(conn)
-            conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self._statement_timeout_ms)])
+            if not self.config.transaction_pooler:
+                # session state: through a pooler it would stay on a server connection that
+                # other clients get next; there the role's statement_timeout bounds statements
+                conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self._statement_timeout_ms)])
             if not self._declared:
                 self._declare_topics(conn)
         except BrooqError:

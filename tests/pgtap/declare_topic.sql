@@ -2,17 +2,17 @@
 -- behaviour (create, update, idempotent, every invalid setting, pause skipped by
 -- claim), then privileges under switched roles.
 begin;
-select plan(82);
+select plan(97);
 
 -- Structure -------------------------------------------------------------------
 
 select has_function('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer']);
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer', 'integer', 'integer', 'interval']);
 select function_returns('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer'], 'brooq.topic',
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer', 'integer', 'integer', 'interval'], 'brooq.topic',
     'declare_topic returns the stored topic row');
 select is_definer('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer']);
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer', 'integer', 'integer', 'interval']);
 select has_function('brooq', 'pause_topic', array['text']);
 select has_function('brooq', 'resume_topic', array['text']);
 select function_returns('brooq', 'pause_topic', array['text'], 'boolean');
@@ -118,6 +118,37 @@ select throws_ok($$ select brooq.declare_topic('t.decl', max_lease_losses => 0) 
     'invalid max_lease_losses 0 for topic "t.decl"', 'max_lease_losses 0 is 22023');
 select throws_ok($$ select brooq.declare_topic('t.decl', max_lease_losses => 1001) $$, '22023',
     'invalid max_lease_losses 1001 for topic "t.decl"', 'max_lease_losses over 1000 is 22023');
+-- the flow limits (issue 14; their effect on claim: tests/pgtap/flow.sql)
+select results_eq($$ select max_in_flight, rate, per from brooq.declare_topic('t.flow') $$,
+    $$ values (null::int, null::int, null::interval) $$, 'no flow limit by default');
+select results_eq($$ select max_in_flight, rate, per from brooq.declare_topic('t.flow', max_in_flight => 1, rate => 5) $$,
+    $$ values (1, 5, interval '1 second') $$, 'max_in_flight 1 is stored; a rate without per is per second');
+select results_eq($$ select max_in_flight, rate, per from brooq.declare_topic('t.flow', max_in_flight => 1000000,
+                                                                     rate => 1000000, per => '1 day') $$,
+    $$ values (1000000, 1000000, interval '1 day') $$, 'the largest limits are accepted');
+select results_eq($$ select max_in_flight, rate, per from brooq.declare_topic('t.flow', rate => 1, per => '1 millisecond') $$,
+    $$ values (null::int, 1, interval '1 millisecond') $$, 'the smallest window is accepted; a declaration without max_in_flight drops it');
+select results_eq($$ select max_in_flight, rate, per from brooq.declare_topic('t.flow') $$,
+    $$ values (null::int, null::int, null::interval) $$, 'declared again without limits, the topic has none');
+select throws_ok($$ select brooq.declare_topic('t.flow', max_in_flight => 0) $$, '22023',
+    'invalid max_in_flight 0 for topic "t.flow"', 'max_in_flight 0 is 22023');
+select throws_ok($$ select brooq.declare_topic('t.flow', max_in_flight => 1000001) $$, '22023',
+    'invalid max_in_flight 1000001 for topic "t.flow"', 'max_in_flight over 1000000 is 22023');
+select throws_ok($$ select brooq.declare_topic('t.flow', rate => 0) $$, '22023',
+    'invalid rate 0 for topic "t.flow"', 'rate 0 is 22023');
+select throws_ok($$ select brooq.declare_topic('t.flow', rate => 1000001) $$, '22023',
+    'invalid rate 1000001 for topic "t.flow"', 'rate over 1000000 is 22023');
+select throws_ok($$ select brooq.declare_topic('t.flow', per => '1 second') $$, '22023',
+    'per 00:00:01 given without a rate for topic "t.flow"', 'per without rate is 22023');
+select throws_ok($$ select brooq.declare_topic('t.flow', rate => 1, per => '0.5 milliseconds') $$, '22023',
+    'invalid per 00:00:00.0005 for topic "t.flow"', 'a window under 1 millisecond is 22023');
+select throws_ok($$ select brooq.declare_topic('t.flow', rate => 1, per => '25 hours') $$, '22023',
+    'invalid per 25:00:00 for topic "t.flow"', 'a window over a day is 22023');
+select throws_ok($$ select brooq.declare_topic('t.flow', rate => 1, per => '1 day -1 hour') $$, '22023',
+    'invalid per 1 day -01:00:00 for topic "t.flow"', 'a window with a negative part is 22023');
+select throws_ok($$ select brooq.declare_topic('t.flow', rate => 1, per => '-1 second') $$, '22023',
+    'invalid per -00:00:01 for topic "t.flow"', 'a negative window is 22023');
+select is((select max_in_flight from brooq.topic where name = 't.flow'), null, 'a rejected flow limit changed nothing');
 select lives_ok($$ select brooq.claim('w', array['t.lease'], lease => '36 hours') $$,
     'claim may then lease up to it');
 select throws_ok($$ select brooq.declare_topic(null) $$, '22004',

@@ -7,7 +7,8 @@ select plan(70);
 -- Structure -------------------------------------------------------------------
 
 select has_schema('brooq');
-select tables_are('brooq', array['topic', 'job', 'job_watch'], 'brooq has exactly the tables topic, job and job_watch');
+select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window'],
+    'brooq has exactly the tables topic, job, job_watch and claim_window');
 select views_are('brooq', array['topic_stats', 'in_flight', 'jobs'], 'brooq has exactly the views topic_stats, in_flight and jobs');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job'],
     'brooq has exactly its named row types and the state domain');
@@ -21,7 +22,8 @@ select is(
 
 select columns_are('brooq', 'topic',
     array['name', 'max_attempts', 'backoff_base', 'backoff_max', 'retention', 'max_payload_bytes',
-          'notify', 'paused', 'created_at', 'updated_at', 'max_lease', 'max_lease_losses']);
+          'notify', 'paused', 'created_at', 'updated_at', 'max_lease', 'max_lease_losses',
+          'max_in_flight', 'rate', 'per']);
 select has_pk('brooq', 'topic', 'topic has a primary key');
 select col_is_pk('brooq', 'topic', 'name', 'topic is keyed by name');
 select col_type_is('brooq', 'topic', 'backoff_base', 'interval', 'backoff_base is an interval');
@@ -31,7 +33,8 @@ select set_eq(
     $$ select conname::text from pg_constraint where conrelid = 'brooq.topic'::regclass and contype = 'c' $$,
     array['topic_name_valid', 'topic_max_attempts_positive', 'topic_backoff_base_positive',
           'topic_backoff_max_not_below_base', 'topic_retention_not_negative', 'topic_max_payload_bytes_range',
-          'topic_max_lease_range', 'topic_max_lease_losses_range'],
+          'topic_max_lease_range', 'topic_max_lease_losses_range', 'topic_max_in_flight_range',
+          'topic_rate_range', 'topic_per_range', 'topic_rate_with_per'],
     'topic has its named CHECK constraints');
 
 select columns_are('brooq', 'job',

@@ -369,6 +369,45 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+# --- dashboard ----------------------------------------------------------------------
+
+def dashboard_token(args: argparse.Namespace) -> str | None:
+    """--token, else --token-file, else $BROOQ_DASHBOARD_TOKEN; None: read-only."""
+    token: str | None = args.token
+    if token is None and args.token_file is not None:
+        try:
+            token = args.token_file.read_text().strip()
+        except OSError as exc:
+            raise Failure(f"cannot read the token file {args.token_file}: {exc.strerror}") from exc
+    if token is None:
+        token = os.environ.get("BROOQ_DASHBOARD_TOKEN") or None
+    if token is not None and len(token) < 16:
+        raise Failure(f"the dashboard token has {len(token)} characters: use 16 or more, e.g. "
+                      "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    return token
+
+
+def cmd_dashboard(args: argparse.Namespace, out: TextIO) -> int:
+    from brooq.tools import dashboard
+
+    if not dashboard.available():
+        raise Failure(f"brooq dashboard needs Starlette and Uvicorn: {dashboard.HINT}")
+    dsn = dsn_of(args)
+    try:
+        host, port = config.parse_address(args.address)
+    except ValueError as exc:
+        raise UsageError(f"--address: {exc}") from None
+    if not args.public and not config.is_loopback(host):
+        raise UsageError(f"--address: {host} is not a loopback address; pass --public to serve "
+                         "the dashboard there anyway (behind TLS: docs/dashboard.md)")
+    token = dashboard_token(args)
+    try:
+        dashboard.serve(dsn, token, host, port)
+    except OSError as exc:
+        raise Failure(f"cannot listen on {args.address}: {exc.strerror or exc}") from exc
+    return 0
+
+
 # --- demo ---------------------------------------------------------------------------
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
@@ -541,6 +580,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", type=Path, help="the brooq source tree (default: found from the package)")
     p.add_argument("-v", "--verbose", action="store_true", help="print the tool's output")
     p.set_defaults(func=cmd_deploy, parser=p)
+
+    p = sub.add_parser("dashboard", parents=[dsn],
+                       help="a web page over the queue: topics, jobs in flight, dead jobs, actions")
+    p.add_argument("--address", default="127.0.0.1:9470", metavar="HOST:PORT",
+                   help="where to listen (default 127.0.0.1:9470; port 0: a free one)")
+    p.add_argument("--public", action="store_true",
+                   help="allow an address that is not loopback")
+    p.add_argument("--token", help="the token that allows actions (default: $BROOQ_DASHBOARD_TOKEN; "
+                                   "none: read-only); at least 16 characters")
+    p.add_argument("--token-file", type=Path, metavar="PATH",
+                   help="read the token from this file (e.g. systemd's LoadCredential=)")
+    p.set_defaults(func=cmd_dashboard, parser=p)
 
     p = sub.add_parser("demo", parents=[dsn],
                        help="throwaway PostgreSQL, jobs enqueued from SQL, a worker with live progress")
