@@ -46,6 +46,14 @@ select name
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 
+# Re-drive (admin): a dead or canceled job back to pending; a topic's dead jobs in bulk.
+RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
+
+RETRY_DEAD: LiteralString = """
+select brooq.retry_dead(topic => %s::text, include_canceled => %s::boolean,
+                        max_jobs => %s::integer, since => %s::timestamptz)
+"""
+
 # brooq.jobs is the read-only view of brooq.job, granted to the three roles.
 GET_JOB: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,

@@ -195,6 +195,32 @@ def cmd_cancel(args: argparse.Namespace, out: TextIO) -> int:
     return 1
 
 
+def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
+    if (args.id is None) == (args.dead is None):
+        raise UsageError("give a JOB_ID, or --dead TOPIC for a topic's dead jobs")
+    if args.id is not None and (args.canceled or args.max_jobs is not None or args.since is not None):
+        raise UsageError("--canceled, --max-jobs and --since go with --dead TOPIC")
+    with connect(args) as conn, mapped(ADMIN, conn):
+        cur = conn.cursor(row_factory=scalar_row)
+        if args.id is not None:
+            redriven = cur.execute(queries.RETRY, [args.id]).fetchone()
+        else:
+            max_jobs = args.max_jobs or 1000
+            count = cur.execute(queries.RETRY_DEAD, [args.dead, args.canceled, max_jobs, args.since]).fetchone()
+    if args.id is not None:
+        if redriven:
+            out.write(f"re-drove job {args.id}: pending again\n")
+            return 0
+        out.write(f"job {args.id} not re-driven: not dead or canceled (pending, failed, processing, "
+                  "done), or unknown\n")
+        return 1
+    what = "dead or canceled" if args.canceled else "dead"
+    out.write(f"re-drove {count} {what} job{'' if count == 1 else 's'} of topic {args.dead}\n")
+    if count == max_jobs:
+        out.write(f"stopped at --max-jobs {max_jobs}: run it again for the rest\n")
+    return 0
+
+
 @dataclass(frozen=True)
 class TopicSettings:
     """A topic's settings as stored (queries.TOPIC_SETTINGS)."""
@@ -522,6 +548,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cancel", parents=[dsn], help="cancel a job that is not finished")
     p.add_argument("id", type=job_id)
     p.set_defaults(func=cmd_cancel, parser=p)
+
+    p = sub.add_parser("retry", parents=[dsn],
+                       help="re-drive a dead or canceled job: brooq retry JOB_ID | --dead TOPIC")
+    p.add_argument("id", type=job_id, nargs="?", metavar="JOB_ID", help="a dead or canceled job")
+    p.add_argument("--dead", metavar="TOPIC", help="the topic's dead jobs instead, oldest first")
+    p.add_argument("--canceled", action="store_true", help="with --dead: its canceled jobs too")
+    p.add_argument("--max-jobs", type=positive_int, metavar="N",
+                   help="with --dead: at most N jobs (default 1000, at most 100000)")
+    p.add_argument("--since", type=instant, metavar="TIME",
+                   help="with --dead: only jobs that died (or were canceled) at or after TIME (ISO 8601)")
+    p.set_defaults(func=cmd_retry, parser=p)
 
     p = sub.add_parser("declare-topic", parents=[dsn], help="create a topic or set its settings")
     p.add_argument("name")
