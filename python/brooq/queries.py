@@ -177,9 +177,6 @@ select t.topic, b.minute, b.done, b.dead
         group by 1) as b
 """
 
-# Re-drive a dead (or canceled) job: pending again, its history kept (brooq.retry).
-DASHBOARD_RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
-
 # /healthz: the dashboard reaches its database.
 DASHBOARD_PING: LiteralString = "select 1"
 

@@ -252,7 +252,7 @@ class Database:
             if action == "cancel":
                 return producer.cancel(conn, int(target))
             with mapped(ADMIN, conn):
-                query = {"retry": queries.DASHBOARD_RETRY, "pause": queries.PAUSE_TOPIC,
+                query = {"retry": queries.RETRY, "pause": queries.PAUSE_TOPIC,
                          "resume": queries.RESUME_TOPIC}[action]
                 row = conn.execute(query, [target]).fetchone()
             return bool(row and row[0])
