@@ -186,3 +186,25 @@ def test_a_pooled_worker_that_would_listen_through_the_pooler_is_refused() -> No
     env = {"BROOQ_DSN": "dbname=x", "BROOQ_LISTEN_DSN": "dbname=y"}
     assert brooq.WorkerConfig.from_env(env).effective_listen_dsn == "dbname=y"
     assert brooq.WorkerConfig.from_env({}, dsn="dbname=x").effective_listen_dsn == "dbname=x"
+
+
+def test_the_dashboard_works_through_pgbouncer(bouncer: str, db: str) -> None:
+    """docs/dashboard.md: no prepared statements, no session state."""
+    from test_dashboard import TOKEN, start_dashboard
+
+    with pooled(bouncer) as conn:
+        brooq.declare_topic(conn, "mail")
+        job = brooq.enqueue(conn, "mail", {"to": "ann"})
+    d = start_dashboard(bouncer, "--token", TOKEN)
+    try:
+        for _ in range(3):
+            for path in ("/", "/in-flight", "/jobs", f"/jobs/{job.id}", "/healthz"):
+                assert d.get(path)[0] == 200, path
+        status, headers, _ = d.request("POST", f"/jobs/{job.id}/cancel", {},
+                                       {"authorization": f"Bearer {TOKEN}"})
+        assert status == 303 and headers["location"].endswith("did=canceled")
+    finally:
+        d.proc.terminate()
+        d.proc.wait(timeout=10)
+    with pooled(bouncer) as conn:
+        assert brooq.get_job(conn, job.id).state == "canceled"  # type: ignore[union-attr]
