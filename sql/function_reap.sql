@@ -14,6 +14,8 @@
 --   'lease lost 5 times in a row (max_lease_losses 5), the last of worker w
 --    expired at ...; job dead'
 -- This is the only way a job is dead without a failure on its last attempt.
+-- A topic declared with retain_payload => false loses the payload of such a job
+-- ('null'::jsonb), as with any terminal job.
 --
 -- Parameters:
 --   max_jobs  1 to 100000 (default 1000)
@@ -48,7 +50,8 @@ begin
     with expired as (
         select j.id,
                j.lease_losses + 1 >= coalesce(t.max_lease_losses, 5) as poison,
-               coalesce(t.max_lease_losses, 5) as max_losses
+               coalesce(t.max_lease_losses, 5) as max_losses,
+               coalesce(t.retain_payload, true) as retain_payload
           from brooq.job j
           left join brooq.topic t on t.name = j.topic
          where j.locked_until < v_now
@@ -61,6 +64,8 @@ begin
        set state = case when e.poison then 'dead' else 'pending' end,
            available_at = case when e.poison then j.available_at else v_now end,
            lease_losses = j.lease_losses + 1,
+       -- retain_payload => false: a job made dead keeps no payload
+       payload = case when e.poison and not e.retain_payload then 'null'::jsonb else j.payload end,
            last_error = case
                when e.poison then format(
                    'lease lost %s times in a row (max_lease_losses %s), the last of worker %s expired at %s; job dead',

@@ -40,6 +40,8 @@ class TopicHandler:
     max_in_flight: int | None = None  # flow control (brooq.declare_topic), None: no limit
     rate: int | None = None
     per: timedelta | None = None
+    retain_done: bool = True  # retention policies (brooq.declare_topic)
+    retain_payload: bool = True
 
 
 class Attempt:

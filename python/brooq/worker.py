@@ -227,7 +227,8 @@ class Worker:
                 max_lease_losses: int = 5,
                 max_lease: timedelta = timedelta(hours=1),
                 max_in_flight: int | None = None, rate: int | None = None,
-                per: timedelta | None = None) -> Callable[[F], F]:
+                per: timedelta | None = None, retain_done: bool = True,
+                retain_payload: bool = True) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``topic``.
 
         The topic settings are declared in the database when the worker starts
@@ -238,6 +239,8 @@ class Worker:
         ``max_in_flight``, ``rate`` and ``per`` are the topic's flow limits, enforced by
         brooq.claim across all workers (None: no limit; see declare_topic). Every worker
         declares them at start: give every worker of the topic the same ones.
+        ``retain_done=False`` deletes a job as it is settled done; ``retain_payload=False``
+        clears the payload of a job that is done, dead or canceled (see declare_topic).
         """
         if self._started:
             raise RuntimeError("register handlers before run()")
@@ -253,7 +256,7 @@ class Worker:
             self._handlers[topic] = TopicHandler(
                 topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
                 backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease,
-                max_in_flight, rate, per)
+                max_in_flight, rate, per, retain_done, retain_payload)
             self._counts.add_topic(topic)
             self.metrics.declare_topic(topic)
             self._durations[topic] = self.metrics.duration.labels(topic)
@@ -278,7 +281,8 @@ class Worker:
                       backoff_max=h.backoff_max, retention=h.retention,
                       max_payload_bytes=h.max_payload_bytes, notify=h.notify,
                       max_lease_losses=h.max_lease_losses, max_lease=h.max_lease,
-                      max_in_flight=h.max_in_flight, rate=h.rate, per=h.per)
+                      max_in_flight=h.max_in_flight, rate=h.rate, per=h.per,
+                      retain_done=h.retain_done, retain_payload=h.retain_payload)
 
     # --- control from other threads -----------------------------------------------
 
