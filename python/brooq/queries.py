@@ -96,6 +96,9 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
  where topic = any(%s::text[])
 """
 
+# brooq.health(): six checks, each ok, warn or fail (brooq_worker and brooq_admin).
+HEALTH: LiteralString = "select name, status, detail from brooq.health()"
+
 PAUSE_TOPIC: LiteralString = "select brooq.pause_topic(%s::text)"
 
 RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(195);
+select plan(199);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -37,6 +37,7 @@ insert into matrix values
     ('brooq.retry(bigint)', false, false, true),
     ('brooq.retry_dead(text, boolean, integer, timestamptz)', false, false, true),
     ('brooq._retry(bigint[], text[])', false, false, false),
+    ('brooq.health()', false, true, true),
     ('brooq.purge(integer)', false, false, true),
     ('brooq.purge_all(integer, integer)', false, false, true),
     ('brooq.schedule_maintenance(text, text)', false, false, true),

@@ -25,7 +25,7 @@ from psycopg.rows import class_row, scalar_row
 
 from brooq import config, producer, queries
 from brooq._version import __version__
-from brooq.errors import ADMIN, BrooqError, ConfigError, mapped
+from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
 from brooq.producer import STATES, JobFate, TopicStats
 from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
@@ -219,6 +219,31 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
     if count == max_jobs:
         out.write(f"stopped at --max-jobs {max_jobs}: run it again for the rest\n")
     return 0
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """A row of brooq.health()."""
+
+    name: str
+    status: str  # ok, warn, fail
+    detail: str
+
+
+# `brooq health` exits 0 when every check is ok, HEALTH_WARN when one warns (look at it
+# soon), HEALTH_FAIL when one fails (look at it now); 1 and 2 stay errors and usage.
+HEALTH_WARN, HEALTH_FAIL = 3, 4
+
+
+def cmd_health(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn, mapped(WORKER, conn):
+        checks = conn.cursor(row_factory=class_row(HealthCheck)).execute(queries.HEALTH).fetchall()
+    if args.json:
+        write_json(out, [{"name": c.name, "status": c.status, "detail": c.detail} for c in checks])
+    else:
+        out.write(format_table(["check", "status", "detail"], [[c.name, c.status, c.detail] for c in checks]) + "\n")
+    statuses = {c.status for c in checks}
+    return HEALTH_FAIL if "fail" in statuses else HEALTH_WARN if "warn" in statuses else 0
 
 
 @dataclass(frozen=True)
@@ -542,6 +567,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", parents=[dsn, as_json], help="depth and lag by topic")
     p.set_defaults(func=cmd_stats, parser=p)
+
+    p = sub.add_parser("health", parents=[dsn, as_json],
+                       help="what needs a person: vacuum, expired leases, paused topics (exit 3 warn, 4 fail)")
+    p.set_defaults(func=cmd_health, parser=p)
 
     p = sub.add_parser("cancel", parents=[dsn], help="cancel a job that is not finished")
     p.add_argument("id", type=job_id)
