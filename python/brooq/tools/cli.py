@@ -426,6 +426,8 @@ def cmd_dashboard(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--address: {host} is not a loopback address; pass --public to serve "
                          "the dashboard there anyway (behind TLS: docs/dashboard.md)")
     token = dashboard_token(args)
+    with connect(args) as conn:  # a wrong DSN fails now, in one line, not on the first page
+        conn.execute(queries.DASHBOARD_PING)
     try:
         dashboard.serve(dsn, token, host, port)
     except OSError as exc:
