@@ -142,7 +142,7 @@ grant execute on function brooq_proxy.partition_of(bigint), brooq_proxy.route(te
 -- it already holds lies outside [base, base + 2^48). Returns the next id, or no
 -- row when such a job exists. Sent to the partition over PL/Proxy's CONNECT.
 create function brooq_proxy._start_ids(connstr text, base bigint)
-returns bigint
+returns setof bigint
 language plproxy
 as $$
     connect connstr;
@@ -183,7 +183,7 @@ begin
             using errcode = 'program_limit_exceeded',
                   hint = 'Job ids keep 15 bits for the partition number.';
     end if;
-    v_next := brooq_proxy._start_ids(add_partition.connstr, v_number::bigint << 48);
+    select s into v_next from brooq_proxy._start_ids(add_partition.connstr, v_number::bigint << 48) as s;
     if v_next is null then
         raise exception 'partition "%" holds job ids outside the range of partition %',
                         left(add_partition.connstr, 200), v_number
