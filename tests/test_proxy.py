@@ -7,9 +7,13 @@ called through the router and checked against what the partitions really hold.
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -246,3 +250,79 @@ def test_privileges_are_those_of_a_single_node(server: Server, four: Cluster4) -
     finally:
         for role in roles.values():
             server.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+# --- a worker over the partitions ------------------------------------------------------
+
+def states(dsn: str) -> dict[str, int]:
+    try:
+        with psycopg.connect(dsn, connect_timeout=2) as conn:
+            return dict(conn.execute("select state, count(*) from brooq.job group by state").fetchall())
+    except psycopg.OperationalError:
+        return {"unreachable": 1}
+
+
+def set_reachable(server: Server, name: str, reachable: bool) -> None:
+    server.execute(sql.SQL("alter database {} allow_connections {}").format(
+        sql.Identifier(name), sql.Literal(reachable)))
+    if not reachable:
+        server.execute(sql.SQL("select pg_terminate_backend(pid) from pg_stat_activity "
+                               "where datname = {} and pid <> pg_backend_pid()").format(sql.Literal(name)))
+
+
+def test_a_worker_drains_every_partition_while_one_is_down(server: Server, template_db: str,
+                                                           tmp_path: Path) -> None:
+    from worker_app import wait_for
+
+    c = build(server, template_db, 4)
+    log = tmp_path / "worker.log"
+    proc = None
+    try:
+        with psycopg.connect(c.router, autocommit=True) as r:
+            r.execute("select brooq.declare_topic('echo')")
+            ids = [row[0] for row in r.execute("select id from brooq.enqueue_many('echo', %s::jsonb[])",
+                                                (["{}"] * 200,)).fetchall()]
+        assert {i >> STRIDE for i in ids} == {0, 1, 2, 3}
+        set_reachable(server, c.names[3], False)  # down before the worker starts
+        with log.open("w") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "brooq.tools", "worker", "worker_app:from_env",
+                 *[a for dsn in c.parts for a in ("--partition", dsn)],
+                 "--concurrency", "2", "--lease", "3s", "--progress", "off"],
+                cwd=Path(__file__).parent, stdout=out, stderr=subprocess.STDOUT, text=True)
+        # partitions 0-2 drain while 3 is down
+        wait_for(lambda: all(states(dsn) == {"done": sum(1 for i in ids if i >> STRIDE == p)}
+                             for p, dsn in enumerate(c.parts[:3])),
+                 timeout=30, what="partitions 0-2 drained with partition 3 down")
+        assert proc.poll() is None, log.read_text()
+        set_reachable(server, c.names[3], True)
+        wait_for(lambda: states(c.parts[3]) == {"done": sum(1 for i in ids if i >> STRIDE == 3)},
+                 timeout=30, what="partition 3 drained once it is back")
+        # partition 1 goes away while the worker is connected to it, and comes back
+        set_reachable(server, c.names[1], False)
+        for p, dsn in enumerate(c.parts):
+            if p != 1:
+                with psycopg.connect(dsn) as conn:
+                    conn.execute("select brooq.enqueue_many('echo', %s::jsonb[])", (["{}"] * 10,))
+        wait_for(lambda: all(states(dsn).get("pending", 0) == 0 and states(dsn).get("processing", 0) == 0
+                             for p, dsn in enumerate(c.parts) if p != 1),
+                 timeout=30, what="the other partitions drained with partition 1 down")
+        set_reachable(server, c.names[1], True)
+        with psycopg.connect(c.parts[1]) as conn:
+            conn.execute("select brooq.enqueue_many('echo', %s::jsonb[])", (["{}"] * 10,))
+        wait_for(lambda: set(states(c.parts[1])) == {"done"}, timeout=30,
+                 what="partition 1 drained once it is back")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, log.read_text()
+        out = log.read_text()
+        assert "partition 3 unreachable" in out, out
+        assert "lost the database connection" in out, out
+        assert out.count("stopped, every job settled") == 4, out
+        with psycopg.connect(c.router) as r:
+            assert r.execute("select sum(pending + processing) from brooq.topic_stats").fetchone() == (0,)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        for name in c.names:
+            set_reachable(server, name, True)
+            server.drop_db(name)
