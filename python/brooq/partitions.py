@@ -195,7 +195,7 @@ class PartitionedWorker:
                     log.warning("worker %s: partition %d unreachable (%s); retrying up to every %.0fs",
                                 self.name, number, one_line(exc, 200), RETRY_MAX)
                 self._stop.wait(delay)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 -- kept for run() to raise
                 log.error("worker %s: partition %d stopped: %s", self.name, number, one_line(exc, 300))
                 self._errors[number] = exc
                 return

@@ -31,6 +31,7 @@ from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
 if TYPE_CHECKING:
+    from brooq.partitions import PartitionedWorker
     from brooq.worker import Worker
 
 Connection = psycopg.Connection[tuple[Any, ...]]
@@ -373,11 +374,12 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     from brooq.worker import loading
 
     with config.command_line(given), loading(args.worker):
-        worker = load_worker(args.worker)
+        loaded = load_worker(args.worker)
+    worker: Worker | PartitionedWorker = loaded
     if args.partition:  # one Worker per partition, the handlers shared (docs/scale-out.md)
         from brooq.partitions import PartitionedWorker
 
-        worker = PartitionedWorker.of(worker, args.partition)
+        worker = PartitionedWorker.of(loaded, args.partition)
     watch_parent(worker.stop)  # a child of --processes stops when its parent is gone
     mode = args.progress
     live = {"auto": None, "live": True, "log": False, "off": False}[mode]
