@@ -93,6 +93,7 @@ create function brooq_proxy._enqueue_many_split(
     payloads jsonb[],
     idempotency_keys text[],
     ordinals integer[],
+    routes integer[],
     available_at timestamptz,
     priority integer,
     delay interval,
@@ -103,14 +104,14 @@ returns setof record
 language plproxy
 as $$
     cluster 'brooq';
-    split payloads, idempotency_keys, ordinals;
-    run on brooq_proxy.route(topic, idempotency_keys);
+    split payloads, idempotency_keys, ordinals, routes;
+    run on routes;
     select o.ord as ordinal, e.id as id, e.created as created
       from brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay)
            with ordinality as e(id, created, n)
       join pg_catalog.unnest(ordinals) with ordinality as o(ord, n) on o.n = e.n;
 $$;
-comment on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], timestamptz, integer, interval) is
+comment on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval) is
 'Private to the router''s brooq.enqueue_many: the batch split by partition.';
 
 -- The whole batch to one partition, unsplit: used for the arguments a partition
@@ -145,6 +146,9 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_n integer := coalesce(cardinality(enqueue_many.payloads), 0);
+    v_keys text[];
+    v_ordinals integer[];
+    v_routes integer[];
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null
         or array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1
@@ -159,12 +163,17 @@ begin
     if v_n = 0 then
         return;
     end if;
+    -- The routes computed here in one statement: PL/Proxy would otherwise run a
+    -- query per element to evaluate RUN ON (a third of the throughput).
+    v_keys := coalesce(enqueue_many.idempotency_keys, array_fill(null::text, array[v_n]));
+    select array_agg(k.ord::integer order by k.ord),
+           array_agg(brooq_proxy.route(enqueue_many.topic, k.key) order by k.ord)
+      into v_ordinals, v_routes
+      from unnest(v_keys) with ordinality as k(key, ord);
     return query
     select s.id, s.created
       from brooq_proxy._enqueue_many_split(
-               enqueue_many.topic, enqueue_many.payloads,
-               coalesce(enqueue_many.idempotency_keys, array_fill(null::text, array[v_n])),
-               (select array_agg(i order by i) from generate_series(1, v_n) as i),
+               enqueue_many.topic, enqueue_many.payloads, v_keys, v_ordinals, v_routes,
                enqueue_many.available_at, enqueue_many.priority, enqueue_many.delay) as s
      order by s.ordinal;
 end
@@ -352,11 +361,11 @@ comment on view brooq.topic_stats is
 
 revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) from public;
 revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) from public;
-revoke all on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], timestamptz, integer, interval) from public;
+revoke all on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval) from public;
 revoke all on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval) from public;
 grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval),
                           brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval),
-                          brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], timestamptz, integer, interval),
+                          brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval),
                           brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval)
    to brooq_producer;
 
