@@ -326,3 +326,18 @@ def test_a_worker_drains_every_partition_while_one_is_down(server: Server, templ
         for name in c.names:
             set_reachable(server, name, True)
             server.drop_db(name)
+
+
+def test_the_python_helpers_work_against_the_router(router: psycopg.Connection[Any]) -> None:
+    import brooq
+
+    brooq.declare_topic(router, "py", max_attempts=2)
+    one = brooq.enqueue(router, "py", {"a": 1}, key="k-py")
+    assert one.created and brooq.enqueue(router, "py", {"a": 2}, key="k-py") == (one.id, False)
+    many = brooq.enqueue_many(router, "py", [{"n": i} for i in range(8)])
+    assert len(many) == 8 and all(e.created for e in many)
+    assert brooq.cancel(router, many[0].id) is True
+    (py,) = [s for s in brooq.topic_stats(router) if s.topic == "py"]
+    assert (py.pending, py.paused) == (8, False)  # 9 enqueued, 1 canceled
+    with pytest.raises(brooq.UnknownTopic):
+        brooq.enqueue(router, "missing", {})
