@@ -11,7 +11,7 @@ and a router deployed from proxy/, all in one durable throwaway cluster on this 
   single enqueue  --single brooq.enqueue calls through the router, no key, from 4 client
                   threads, one call per transaction
   drain           --jobs ready jobs drained by one `brooq worker --partition ...`
-                  process (no-op handler, concurrency 4 per partition), from its first
+                  process (no-op handler, --concurrency 4 per partition), from its first
                   settled job to its last
 
 Every partition here shares the same 2 cores and disk: the figures show the router's
@@ -36,7 +36,7 @@ from pgcluster import Cluster  # noqa: E402
 
 
 def sqitch_deploy(dsn_target: str, cwd: Path) -> None:
-    done = subprocess.run(["sqitch", "deploy", dsn_target], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(["sqitch", "deploy", dsn_target], cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"sqitch deploy failed:\n{done.stdout}\n{done.stderr}")
 
@@ -104,13 +104,13 @@ def ready_count(router: str) -> int:
         return int(row[0]) if row else 0
 
 
-def drain(router: str, parts: list[str], timeout: float = 300.0) -> float:
+def drain(router: str, parts: list[str], concurrency: int, timeout: float = 300.0) -> float:
     total = ready_count(router)
     already = done_count(parts)
     proc = subprocess.Popen(
         [sys.executable, "-m", "brooq.tools", "worker", "worker_app:from_env",
          *[a for dsn in parts for a in ("--partition", dsn)],
-         "--concurrency", "4", "--progress", "off", "--log-level", "WARNING"],
+         "--concurrency", str(concurrency), "--progress", "off", "--log-level", "WARNING"],
         cwd=ROOT / "tests", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         first = None
@@ -135,6 +135,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=20_000)
     ap.add_argument("--single", type=int, default=2_000)
     ap.add_argument("--partitions", default="1,2,4")
+    ap.add_argument("--concurrency", type=int, default=4, help="handler slots per partition (default 4)")
     args = ap.parse_args()
     counts = [int(x) for x in args.partitions.split(",")]
     rows = []
@@ -148,7 +149,7 @@ def main() -> int:
             execute(parts[0], "delete from brooq.job")
             via = bulk(router, args.jobs)
             one = single(router, args.single)
-            rate = drain(router, parts)
+            rate = drain(router, parts, args.concurrency)
             rows.append((n, direct, via, one, rate))
             print(f"{n} partition(s): bulk enqueue direct {direct:,.0f}/s, via router {via:,.0f}/s; "
                   f"single enqueue via router {one:,.0f}/s; drain {rate:,.0f}/s", flush=True)
