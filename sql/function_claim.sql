@@ -43,6 +43,21 @@
 -- Flow-limited topics need READ COMMITTED (a snapshot taken before the lock would
 -- not see the claims it waited for): in another isolation level, claim refuses them.
 --
+-- Ordered groups (issue 14): a job enqueued with a group_key is ready only when no
+-- earlier job of its (topic, group_key) is active: pending, failed (waiting for a
+-- retry) or processing (job_group_idx, one probe per grouped candidate). So the
+-- jobs of a group run one at a time, in group_seq order (the order their enqueues
+-- committed), whatever their priority and available_at: a later job waits for the
+-- first one even if it has a higher priority or became available earlier; a
+-- failed job waiting for its retry holds its group; done, dead and canceled free
+-- it. A claim takes at most one job per group. enqueue draws group_seq under a row
+-- lock of brooq.job_group held to its commit, so a job a snapshot cannot see yet
+-- always comes after the ones it can: the snapshot alone decides safely (a claim
+-- racing another for the same group finds the head locked and skips it, and sees
+-- the head as active, so never takes the next job). Cost: claim's scan of
+-- job_ready_idx passes over the ready jobs of blocked groups that come first in
+-- claim order, one probe each.
+--
 -- Parameters:
 --   worker    a non-empty name for the caller, unique per worker process
 --   topics    the topics to take jobs from (unknown ones are an error)
@@ -187,6 +202,11 @@ begin
                and j.topic = v_active[1]
                and j.available_at <= v_now
                and j.lease_losses = 0
+               and (j.group_key is null or not exists (
+                       -- an ordered group: only its first active job (see the header)
+                       select from brooq.job k
+                        where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                          and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
              order by j.priority desc, j.available_at, j.id
              limit coalesce(v_caps[1], claim.max_jobs)
                for no key update skip locked
@@ -198,6 +218,11 @@ begin
                and j.topic = v_active[1]
                and j.available_at <= v_now
                and j.lease_losses > 0
+               and (j.group_key is null or not exists (
+                       -- an ordered group: only its first active job (see the header)
+                       select from brooq.job k
+                        where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                          and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
              order by j.priority desc, j.available_at, j.id
              limit least(coalesce(v_caps[1], 1), 1)
                for no key update skip locked
@@ -242,6 +267,11 @@ begin
                       and j.topic = a.topic
                       and j.available_at <= v_now
                       and j.lease_losses = 0
+                      and (j.group_key is null or not exists (
+                              -- an ordered group: only its first active job (see the header)
+                              select from brooq.job k
+                               where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                                 and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
                     order by j.priority desc, j.available_at, j.id
                     limit a.cap
                       for no key update skip locked
@@ -256,6 +286,11 @@ begin
                       and j.topic = a.topic
                       and j.available_at <= v_now
                       and j.lease_losses > 0
+                      and (j.group_key is null or not exists (
+                              -- an ordered group: only its first active job (see the header)
+                              select from brooq.job k
+                               where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                                 and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
                     order by j.priority desc, j.available_at, j.id
                     limit least(a.cap, 1)
                       for no key update skip locked

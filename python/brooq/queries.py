@@ -24,14 +24,15 @@ ENQUEUE: LiteralString = """
 select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,
                      available_at => %s::timestamptz, priority => %s::integer,
-                     delay => %s::interval)
+                     delay => %s::interval, group_key => %s::text)
 """
 
 ENQUEUE_MANY: LiteralString = """
 select id, created
   from brooq.enqueue_many(topic => %s::text, payloads => %s::jsonb[],
                           idempotency_keys => %s::text[], available_at => %s::timestamptz,
-                          priority => %s::integer, delay => %s::interval)
+                          priority => %s::integer, delay => %s::interval,
+                          group_keys => %s::text[])
 """
 
 DECLARE_TOPIC: LiteralString = """
@@ -50,7 +51,7 @@ CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 GET_JOB: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
        idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,
-       progress
+       progress, group_key
   from brooq.jobs
  where id = %s::bigint
 """
@@ -65,7 +66,7 @@ UNWATCH: LiteralString = "select brooq.unwatch(watch_id => %s::bigint)"
 LIST_JOBS: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
        idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,
-       progress
+       progress, group_key
   from brooq.jobs
  where (%(topic)s::text is null or topic = %(topic)s::text)
    and (%(states)s::text[] is null or state = any(%(states)s::text[]))
@@ -75,7 +76,7 @@ select id, topic, state, attempts, max_attempts, priority, last_error, result, p
 
 TOPIC_STATS: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
-       max_in_flight, rate, per, held_by_in_flight, held_by_rate
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group
   from brooq.topic_stats
  order by topic
 """
@@ -83,7 +84,7 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
 # The worker's gauges: its own topics only.
 TOPIC_STATS_OF: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
-       max_in_flight, rate, per, held_by_in_flight, held_by_rate
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group
   from brooq.topic_stats
  where topic = any(%s::text[])
 """

@@ -2,13 +2,13 @@
 -- constraints (proven by inserts as the owner), indexes, row types, views;
 -- then table privileges under switched roles.
 begin;
-select plan(70);
+select plan(72);
 
 -- Structure -------------------------------------------------------------------
 
 select has_schema('brooq');
-select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window'],
-    'brooq has exactly the tables topic, job, job_watch and claim_window');
+select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'job_group'],
+    'brooq has exactly the tables topic, job, job_watch, claim_window and job_group');
 select views_are('brooq', array['topic_stats', 'in_flight', 'jobs'], 'brooq has exactly the views topic_stats, in_flight and jobs');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job'],
     'brooq has exactly its named row types and the state domain');
@@ -40,7 +40,7 @@ select set_eq(
 select columns_are('brooq', 'job',
     array['id', 'topic', 'payload', 'state', 'priority', 'attempts', 'max_attempts', 'idempotency_key',
           'available_at', 'created_at', 'updated_at', 'locked_by', 'locked_until', 'lease_token',
-          'last_error', 'result', 'lease_losses', 'progress']);
+          'last_error', 'result', 'lease_losses', 'progress', 'group_key', 'group_seq']);
 select col_is_pk('brooq', 'job', 'id', 'job is keyed by id');
 select col_type_is('brooq', 'job', 'id', 'bigint', 'job ids are bigint');
 select col_type_is('brooq', 'job', 'payload', 'jsonb', 'the payload is jsonb');
@@ -60,7 +60,7 @@ select has_sequence('brooq', 'job_id_seq', 'the identity sequence is brooq.job_i
 select set_eq(
     $$ select conname::text from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'c' $$,
     array['job_lease_iff_processing', 'job_attempts_not_negative', 'job_idempotency_key_not_empty',
-          'job_lease_losses_not_negative'],
+          'job_lease_losses_not_negative', 'job_group_key_valid', 'job_group_seq_iff_key'],
     'job has its named CHECK constraints');
 select is(
     (select count(*)::int from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'f'), 0,
@@ -71,8 +71,15 @@ select ok(
     'job has per-table autovacuum settings for a high-churn queue');
 
 select indexes_are('brooq', 'job',
-    array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx', 'job_suspect_idx'],
-    'job has exactly its five indexes');
+    array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx', 'job_suspect_idx',
+          'job_group_idx'],
+    'job has exactly its seven indexes');
+select has_index('brooq', 'job', 'job_group_idx', array['topic', 'group_key', 'group_seq'],
+    'job_group_idx is on (topic, group_key, group_seq): the first active job of a group');
+select is(
+    (select pg_get_expr(i.indpred, i.indrelid) from pg_index i where i.indexrelid = 'brooq.job_group_idx'::regclass),
+    $$((group_key IS NOT NULL) AND ((state)::text = ANY (ARRAY['pending'::text, 'failed'::text, 'processing'::text])))$$,
+    'job_group_idx holds the active grouped jobs only');
 select has_index('brooq', 'job', 'job_ready_idx', array['topic', 'priority', 'available_at', 'id', 'state'],
     'job_ready_idx is on (topic, priority, available_at, id), carrying state for topic_stats');
 select is(
