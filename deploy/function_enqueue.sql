@@ -28,6 +28,9 @@ begin;
 --                    brooq.claim). NULL or '' = no group. At most 255 characters.
 --                    Two transactions enqueueing into one group wait for each
 --                    other (at most brooq.key_wait, then 55P03, as for a key).
+--                    A transaction that enqueues into several groups should do it
+--                    in key order (or use enqueue_many, which does): two that take
+--                    the same groups in opposite orders deadlock (40P01, retry).
 --
 -- Returns: (id, created). A repeated key returns the existing job's id with
 -- created = false and writes nothing, also when the first enqueue is concurrent.
