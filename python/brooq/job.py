@@ -93,6 +93,7 @@ class Chained:
     key: str | None = None
     delay: timedelta | None = None
     priority: int = 0
+    group: str | None = None  # an ordered group (brooq.enqueue's group)
 
 
 class Job:
@@ -152,15 +153,16 @@ class Job:
         return self.attempt >= self.max_attempts
 
     def chain(self, topic: str, payload: Any, *, key: str | None = None,
-              delay: timedelta | None = None, priority: int = 0) -> None:
-        """Enqueue a job in the same transaction that settles this one as done.
+              delay: timedelta | None = None, priority: int = 0, group: str | None = None) -> None:
+        """Enqueue a job in the same transaction that settles this one as done
+        (``group``: its ordered group, as in brooq.enqueue).
 
         Nothing is enqueued when this attempt fails, retries, is canceled or loses
         its lease.
         """
         if self.chained is None:
             self.chained = []
-        self.chained.append(Chained(topic, payload, key, delay, priority))
+        self.chained.append(Chained(topic, payload, key, delay, priority, group))
 
     def progress(self, fraction: float | None = None, message: str | None = None) -> None:
         """Say how far the handler got: a fraction from 0 to 1, a short message, or both.
