@@ -68,7 +68,8 @@ async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
             await cur.execute(queries.ENQUEUE_MANY, args)
             return await cur.fetchall()
     except KeyBusy as exc:
-        raise key_busy(topic, "an idempotency key or group of the batch") from exc.__cause__
+        what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
+        raise key_busy(topic, what) from exc.__cause__
 
 
 async def declare_topic(conn: AsyncConn, name: str, *, max_attempts: int = 5,

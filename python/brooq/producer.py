@@ -157,7 +157,8 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
             return conn.cursor(row_factory=class_row(Enqueued)).execute(
                 queries.ENQUEUE_MANY, args).fetchall()
     except KeyBusy as exc:
-        raise key_busy(topic, "an idempotency key or group of the batch") from exc.__cause__
+        what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
+        raise key_busy(topic, what) from exc.__cause__
 
 
 def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
