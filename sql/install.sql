@@ -114,6 +114,9 @@ create table brooq.topic (
     max_in_flight     integer,
     rate              integer,
     per               interval,
+    -- the longest a job may take across all its attempts, from its first claim;
+    -- NULL = no limit (table_topic_add_max_execution)
+    max_execution     interval,
     constraint topic_pkey primary key (name),
     constraint topic_name_valid check (name ~ '^[a-z0-9._-]{1,128}$'),
     constraint topic_max_attempts_positive check (max_attempts between 1 and 1000),
@@ -126,7 +129,9 @@ create table brooq.topic (
     constraint topic_max_in_flight_range check (max_in_flight between 1 and 1000000),
     constraint topic_rate_range check (rate between 1 and 1000000),
     constraint topic_per_range check (per between interval '1 millisecond' and interval '1 day'),
-    constraint topic_rate_with_per check ((rate is null) = (per is null))
+    constraint topic_rate_with_per check ((rate is null) = (per is null)),
+    constraint topic_max_execution_range
+        check (max_execution between interval '1 second' and interval '100 years')
 );
 
 comment on table brooq.topic is
@@ -176,6 +181,9 @@ create table brooq.job (
     lease_losses    integer         not null default 0,
     -- what the running handler last reported (table_job_add_progress)
     progress        jsonb,
+    -- when the job was first claimed; max_execution counts from it
+    -- (table_job_add_first_claimed_at)
+    first_claimed_at timestamptz,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)
@@ -239,7 +247,9 @@ create type brooq.enqueued as (
 );
 
 -- brooq.claim: a job now held by the caller. attempt counts this claim;
--- lease_token must be handed back to settle and heartbeat.
+-- lease_token must be handed back to settle and heartbeat. execution_deadline and
+-- execution_left: when the topic's max_execution runs out for this job, and the
+-- time left at the claim (NULL: no max_execution; types_claimed_job_add_execution).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -249,7 +259,9 @@ create type brooq.claimed_job as (
     priority     integer,
     lease_token  bigint,
     locked_until timestamptz,
-    created_at   timestamptz
+    created_at   timestamptz,
+    execution_deadline timestamptz,
+    execution_left     interval
 );
 
 -- brooq.settle_many: the state a settled job was left in.
@@ -309,7 +321,7 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
 --                     max_payload_bytes, notify, max_lease, max_lease_losses,
---                     max_in_flight, rate, per) -> brooq.topic
+--                     max_in_flight, rate, per, max_execution) -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -340,6 +352,15 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 --                      see brooq.claim); rate 1 to 1000000, per 1 millisecond to
 --                      1 day (default 1 second when rate is given); rate NULL (the
 --                      default) = no rate limit, and then per must be NULL too
+--   max_execution      the longest a job may take across all its attempts, counted
+--                      from its first claim (waits between attempts included):
+--                      claim and heartbeat bound the lease by it, a worker stops the
+--                      attempt running when it runs out and records a failed
+--                      attempt (so does reap for a lease that ran to it); a job
+--                      past it fails each later attempt at once, and is dead only
+--                      when its attempts are spent. 1 second to 100 years, no
+--                      negative part; NULL (the default) = no limit. Read at each
+--                      claim: a new value applies to jobs already queued.
 --
 -- Returns: the topic row as stored.
 -- Errors:
@@ -348,11 +369,12 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 -- Touches: inserts or updates one row of brooq.topic.
 
 -- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
--- max_lease_losses and before the flow limits (never released; harmless where they
--- do not exist).
+-- max_lease_losses, before the flow limits and before max_execution (never
+-- released; harmless where they do not exist).
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
 
 create or replace function brooq.declare_topic(
     name text,
@@ -366,7 +388,8 @@ create or replace function brooq.declare_topic(
     max_lease_losses integer default 5,
     max_in_flight integer default null,
     rate integer default null,
-    per interval default null)
+    per interval default null,
+    max_execution interval default null)
 returns brooq.topic
 language plpgsql
 security definer
@@ -475,13 +498,21 @@ begin
         end if;
     end if;
 
+    if declare_topic.max_execution not between interval '1 second' and interval '100 years'
+        or not brooq._duration_ok(declare_topic.max_execution) then
+        raise exception 'invalid max_execution % for topic "%"', declare_topic.max_execution, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
+    end if;
+
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
                                   max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses, max_in_flight, rate, per)
+                                  max_lease_losses, max_in_flight, rate, per, max_execution)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
             declare_topic.notify, v_now, v_now, declare_topic.max_lease,
-            declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per)
+            declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
+            declare_topic.max_execution)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -494,17 +525,18 @@ begin
             max_in_flight = excluded.max_in_flight,
             rate = excluded.rate,
             per = excluded.per,
+            max_execution = excluded.max_execution,
             updated_at = excluded.updated_at
     returning t.* into v_topic;
     return v_topic;
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) is
-'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none). Errors: 22004 NULL argument, 22023 bad name or setting.';
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) is
+'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) to brooq_admin;
 
 -- change function_pause_topic
 
@@ -601,9 +633,19 @@ grant execute on function brooq.resume_topic(text) to brooq_admin;
 --    expired at ...; job dead'
 -- This is the only way a job is dead without a failure on its last attempt.
 --
+-- max_execution (issue 12): a lease that ran to the job's execution deadline
+-- (first_claimed_at + the topic's max_execution <= locked_until: claim and
+-- heartbeat never let a lease run past it) is no crash but a job out of time: reap
+-- records it as a failed attempt, as settle records outcome failed: failed, retried
+-- after the topic's backoff, or dead when it was the last attempt (attempts unchanged,
+-- charged at claim; lease_losses back to 0, an outcome was written), and last_error
+--   'max_execution 00:05:00 exceeded (first claimed at ..., deadline ...); the
+--    attempt of worker w was stopped'
+-- It never makes a job dead by itself: only on the last attempt, as any failure.
+--
 -- Parameters:
 --   max_jobs  1 to 100000 (default 1000)
--- Returns: (id, topic) of each job put back or made dead.
+-- Returns: (id, topic) of each job put back, failed (max_execution) or made dead.
 -- Errors:
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
@@ -633,8 +675,13 @@ begin
     return query
     with expired as (
         select j.id,
+               j.first_claimed_at + t.max_execution as deadline,
+               coalesce(j.first_claimed_at + t.max_execution <= j.locked_until, false) as overdue,
                j.lease_losses + 1 >= coalesce(t.max_lease_losses, 5) as poison,
-               coalesce(t.max_lease_losses, 5) as max_losses
+               coalesce(t.max_lease_losses, 5) as max_losses,
+               t.max_execution,
+               t.backoff_base,
+               t.backoff_max
           from brooq.job j
           left join brooq.topic t on t.name = j.topic
          where j.locked_until < v_now
@@ -644,10 +691,23 @@ begin
            for no key update of j skip locked
     )
     update brooq.job j
-       set state = case when e.poison then 'dead' else 'pending' end,
-           available_at = case when e.poison then j.available_at else v_now end,
-           lease_losses = j.lease_losses + 1,
+       set state = case
+               when e.overdue and j.attempts >= j.max_attempts then 'dead'
+               when e.overdue then 'failed'
+               when e.poison then 'dead'
+               else 'pending'
+           end,
+           available_at = case
+               when e.overdue then v_now + brooq._backoff(e.backoff_base, e.backoff_max, j.attempts)
+               when e.poison then j.available_at
+               else v_now
+           end,
+           lease_losses = case when e.overdue then 0 else j.lease_losses + 1 end,
            last_error = case
+               when e.overdue then format(
+                   'max_execution %s exceeded (first claimed at %s, deadline %s); the attempt of worker %s was stopped%s',
+                   e.max_execution, j.first_claimed_at, e.deadline, j.locked_by,
+                   case when j.attempts >= j.max_attempts then '; job dead (last attempt)' else '' end)
                when e.poison then format(
                    'lease lost %s times in a row (max_lease_losses %s), the last of worker %s expired at %s; job dead',
                    j.lease_losses + 1, e.max_losses, j.locked_by, j.locked_until)
@@ -664,7 +724,7 @@ end
 $$;
 
 comment on function brooq.reap(integer) is
-'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
+'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); a lease that ran to the job''s max_execution deadline is a failed attempt (failed, or dead on the last attempt); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
 
 revoke all on function brooq.reap(integer) from public;
 grant execute on function brooq.reap(integer) to brooq_worker;
@@ -1371,6 +1431,12 @@ grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz,
 -- handlers reported since the last heartbeat (progress), so that reporting costs
 -- no round trip of its own.
 --
+-- max_execution (issue 12): for a topic with one, the lease is never renewed past
+-- the job's execution deadline (first_claimed_at + max_execution), and once the
+-- deadline has come the job is no longer renewed at all: its id is missing from the
+-- answer, so a worker that did not stop the attempt itself stops it now, and the
+-- next reap records the failure (see brooq.reap).
+--
 -- Parameters:
 --   worker        the name given to claim
 --   job_ids       bigint[] of held jobs, at most 10,000
@@ -1444,7 +1510,9 @@ begin
 
     return query
     update brooq.job j
-       set locked_until = v_now + least(heartbeat.lease, t.max_lease),
+       -- least() skips NULL: without max_execution (or first_claimed_at), no bound
+       set locked_until = least(v_now + least(heartbeat.lease, t.max_lease),
+                                j.first_claimed_at + t.max_execution),
            progress = coalesce(u.progress, j.progress)
       from unnest(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u(id, token, progress),
            brooq.topic t
@@ -1453,12 +1521,13 @@ begin
        and j.locked_by = heartbeat.worker
        and j.lease_token = u.token
        and t.name = j.topic
+       and (j.first_claimed_at + t.max_execution > v_now) is not false
     returning j.id;
 end
 $$;
 
 comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease. Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
 
 revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
 grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;
@@ -1878,6 +1947,17 @@ revoke all on table brooq.claim_window from public;
 -- drawn for this call (gen_random_uuid's strong randomness): settle and heartbeat
 -- need it back, and no view shows it, so another worker cannot guess it.
 --
+-- max_execution (issue 12): every claim sets first_claimed_at on a job's first
+-- claim and keeps it after; for a topic with a max_execution, the job's execution
+-- deadline is first_claimed_at + max_execution (the topic's value at this claim),
+-- and the lease ends no later than it: locked_until = least(now + lease,
+-- greatest(deadline, now)). Each claimed job carries execution_deadline and
+-- execution_left = greatest(deadline - now, 0) (both NULL without max_execution):
+-- a worker bounds the attempt by execution_left. A job already past its deadline
+-- is claimed all the same (its attempt is charged, invariant 6) with execution_left
+-- 0 and a lease that ends at the claim: the worker settles it failed without
+-- running the handler, or, if it does not, the next reap records that failure.
+--
 -- Claim does not take over expired leases: brooq.reap returns them to pending
 -- (the Python worker reaps every lease/2, pg_cron can too).
 --
@@ -1948,6 +2028,7 @@ declare
     v_rated text[] := '{}';   -- the active topics with a rate limit ...
     v_rated_at timestamptz[] := '{}';  -- ... and the instant their claims are counted at
     v_lock integer;
+    v_execs interval[];       -- per active topic, its max_execution (NULL: none)
     v_limits record;
     v_n bigint;
     v_at timestamptz;
@@ -2001,6 +2082,9 @@ begin
         return;  -- every topic named is paused
     end if;
     v_token := ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 8), 'hex'))::bit(64)::bigint;
+    select array_agg(t.max_execution order by a.ord) into v_execs
+      from unnest(v_active) with ordinality as a(name, ord)
+      join brooq.topic t on t.name = a.name;
 
     if v_flow is not null then
         -- Flow control (see the header): lock, then count in fresh snapshots.
@@ -2079,12 +2163,19 @@ begin
                attempts = j.attempts + 1,
                lease_token = v_token,
                locked_by = claim.worker,
-               locked_until = v_now + claim.lease,
+               -- least() skips NULL: without max_execution, now + lease
+               locked_until = least(v_now + claim.lease,
+                                    case when v_execs[1] is not null
+                                         then greatest(coalesce(j.first_claimed_at, v_now) + v_execs[1], v_now) end),
+               first_claimed_at = coalesce(j.first_claimed_at, v_now),
                updated_at = v_now
           from ready
          where j.id = ready.id
         returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                  j.lease_token, j.locked_until, j.created_at;
+                  j.lease_token, j.locked_until, j.created_at,
+                  j.first_claimed_at + v_execs[1],
+                  case when v_execs[1] is not null
+                       then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -2145,12 +2236,19 @@ begin
                    attempts = j.attempts + 1,
                    lease_token = v_token,
                    locked_by = claim.worker,
-                   locked_until = v_now + claim.lease,
+                   locked_until = least(v_now + claim.lease,
+                                        case when e.max_execution is not null
+                                             then greatest(coalesce(j.first_claimed_at, v_now) + e.max_execution, v_now) end),
+                   first_claimed_at = coalesce(j.first_claimed_at, v_now),
                    updated_at = v_now
-              from ready
+              from ready, unnest(v_active, v_execs) as e(topic, max_execution)
              where j.id = ready.id
+               and e.topic = j.topic
             returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                      j.lease_token, j.locked_until, j.created_at
+                      j.lease_token, j.locked_until, j.created_at,
+                      j.first_claimed_at + e.max_execution as execution_deadline,
+                      case when e.max_execution is not null
+                           then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)
@@ -2159,13 +2257,15 @@ begin
               join unnest(v_rated, v_rated_at) as r(topic, at) on r.topic = c.topic
              group by c.topic, r.at
         )
-        select * from claimed;
+        select c.id, c.topic, c.payload, c.attempts, c.max_attempts, c.priority, c.lease_token,
+               c.locked_until, c.created_at, c.execution_deadline, c.execution_left
+          from claimed c;
     end if;
 end
 $$;
 
 comment on function brooq.claim(text, text[], integer, interval) is
-'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token; a topic''s max_in_flight and rate per per are enforced under a lock of the topic. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic, 25000 a flow-limited topic outside READ COMMITTED.';
+'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token, bounded by the job''s max_execution deadline (execution_deadline, execution_left); a topic''s max_in_flight and rate per per are enforced under a lock of the topic. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic, 25000 a flow-limited topic outside READ COMMITTED.';
 
 revoke all on function brooq.claim(text, text[], integer, interval) from public;
 grant execute on function brooq.claim(text, text[], integer, interval) to brooq_worker;
@@ -2188,6 +2288,9 @@ grant execute on function brooq.claim(text, text[], integer, interval) to brooq_
 --                          ready - (max_in_flight - processing), at least 0
 --   held_by_rate           ready jobs that the rate keeps from a claim now:
 --                          ready - (rate - jobs claimed in the last per), at least 0
+--   max_execution          the longest a job may take across all its attempts (NULL:
+--                          no limit; brooq.declare_topic). A worker that may not read
+--                          brooq.topic checks its attempt timeout against it at start.
 create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
@@ -2208,7 +2311,8 @@ select t.name as topic,
             else greatest(coalesce(w.ready, 0) - greatest(t.rate - coalesce((
                      select sum(c.jobs) from brooq.claim_window c
                       where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
-       end as held_by_rate
+       end as held_by_rate,
+       t.max_execution
   from brooq.topic t
   -- Grouped once, then joined: a lateral subquery per topic row made the planner
   -- multiply the scan's cost by its guess of the topic count (600 before the tiny
@@ -2234,7 +2338,7 @@ select t.name as topic,
   ) as f on f.topic = t.name;
 
 comment on view brooq.topic_stats is
-'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back.';
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back, max_execution.';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
 create or replace view brooq.in_flight as

@@ -38,6 +38,9 @@ create table brooq.job (
     lease_losses    integer         not null default 0,
     -- what the running handler last reported (table_job_add_progress)
     progress        jsonb,
+    -- when the job was first claimed; max_execution counts from it
+    -- (table_job_add_first_claimed_at)
+    first_claimed_at timestamptz,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)

@@ -14,6 +14,9 @@
 --                          ready - (max_in_flight - processing), at least 0
 --   held_by_rate           ready jobs that the rate keeps from a claim now:
 --                          ready - (rate - jobs claimed in the last per), at least 0
+--   max_execution          the longest a job may take across all its attempts (NULL:
+--                          no limit; brooq.declare_topic). A worker that may not read
+--                          brooq.topic checks its attempt timeout against it at start.
 create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
@@ -34,7 +37,8 @@ select t.name as topic,
             else greatest(coalesce(w.ready, 0) - greatest(t.rate - coalesce((
                      select sum(c.jobs) from brooq.claim_window c
                       where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
-       end as held_by_rate
+       end as held_by_rate,
+       t.max_execution
   from brooq.topic t
   -- Grouped once, then joined: a lateral subquery per topic row made the planner
   -- multiply the scan's cost by its guess of the topic count (600 before the tiny
@@ -60,7 +64,7 @@ select t.name as topic,
   ) as f on f.topic = t.name;
 
 comment on view brooq.topic_stats is
-'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back.';
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back, max_execution.';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
 create or replace view brooq.in_flight as

@@ -103,6 +103,8 @@ class Job:
         "attempt",
         "chained",
         "created_at",
+        "execution_deadline",
+        "execution_left",
         "id",
         "lease_token",
         "max_attempts",
@@ -114,7 +116,9 @@ class Job:
     )
 
     def __init__(self, id: int, topic: str, payload: Any, attempt: int, max_attempts: int,
-                 priority: int, lease_token: int, created_at: datetime) -> None:
+                 priority: int, lease_token: int, created_at: datetime,
+                 execution_deadline: datetime | None = None,
+                 execution_left: timedelta | None = None) -> None:
         self.id = id
         self.topic = topic
         self.payload = payload
@@ -123,6 +127,10 @@ class Job:
         self.priority = priority
         self.lease_token = lease_token
         self.created_at = created_at
+        # the topic's max_execution for this job (None: no limit): when it runs out (the
+        # database's clock), and the time that was left at the claim
+        self.execution_deadline = execution_deadline
+        self.execution_left = execution_left
         # Made when first asked for: most jobs are never canceled nor chain anything, and
         # two objects fewer per job is ~10% of a no-op job's cost in the worker.
         self._canceled: Canceled | None = None

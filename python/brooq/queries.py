@@ -41,7 +41,8 @@ select name
                            retention => %s::interval, max_payload_bytes => %s::integer,
                            notify => %s::boolean, max_lease_losses => %s::integer,
                            max_lease => %s::interval, max_in_flight => %s::integer,
-                           rate => %s::integer, per => %s::interval)
+                           rate => %s::integer, per => %s::interval,
+                           max_execution => %s::interval)
 """
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
@@ -93,7 +94,8 @@ PAUSE_TOPIC: LiteralString = "select brooq.pause_topic(%s::text)"
 RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 
 CLAIM: LiteralString = """
-select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at
+select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at,
+       execution_deadline, execution_left
   from brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
                    lease => %s::interval)
 """
@@ -116,6 +118,15 @@ HEARTBEAT: LiteralString = """
 select id
   from brooq.heartbeat(worker => %s::text, job_ids => %s::bigint[], lease => %s::interval,
                        lease_tokens => %s::bigint[], progress => %s::jsonb[]) as h(id)
+"""
+
+# The worker at start: each topic's max_execution as the database holds it (declared
+# by this worker, or by an admin when it may not declare). brooq.topic is private;
+# brooq.topic_stats is granted to brooq_worker.
+TOPIC_MAX_EXECUTION: LiteralString = """
+select topic, max_execution
+  from brooq.topic_stats
+ where topic = any(%s::text[])
 """
 
 REAP: LiteralString = "select id, topic from brooq.reap(max_jobs => %s::integer)"
