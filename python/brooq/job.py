@@ -16,7 +16,9 @@ class Canceled:
     """A threading.Event-like flag set when the handler should stop.
 
     The worker sets it when the job's lease is lost (canceled, reaped), when the
-    attempt times out, or when a shutdown gives up waiting. ``reason`` says which.
+    attempt times out, when the job's max_execution runs out, or when a shutdown
+    gives up waiting. ``reason`` says which ("lease lost", "timeout",
+    "max_execution", "shutdown").
     (Most jobs are never canceled nor waited on: the Event is made on first wait.)
     """
 
