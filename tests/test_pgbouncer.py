@@ -174,3 +174,37 @@ def test_a_worker_drains_through_pgbouncer(bouncer: str, db: str, listen: bool) 
     assert waited < (1.0 if listen else 2.0), waited
     s = worker.snapshot()
     assert (s.done, s.failed) == (201, 0)
+
+
+def test_a_pooled_worker_that_would_listen_through_the_pooler_is_refused() -> None:
+    with pytest.raises(brooq.ConfigError, match="listen_dsn to a direct connection"):
+        brooq.WorkerConfig.from_env({}, dsn="dbname=x", transaction_pooler=True)
+    with pytest.raises(brooq.ConfigError, match="listen_dsn: not a valid connection string"):
+        brooq.WorkerConfig.from_env({}, dsn="dbname=x", listen_dsn="nonsense here")
+    env = {"BROOQ_DSN": "dbname=x", "BROOQ_TRANSACTION_POOLER": "true", "BROOQ_LISTEN": "false"}
+    assert brooq.WorkerConfig.from_env(env).effective_listen_dsn is None
+    env = {"BROOQ_DSN": "dbname=x", "BROOQ_LISTEN_DSN": "dbname=y"}
+    assert brooq.WorkerConfig.from_env(env).effective_listen_dsn == "dbname=y"
+    assert brooq.WorkerConfig.from_env({}, dsn="dbname=x").effective_listen_dsn == "dbname=x"
+
+
+def test_the_dashboard_works_through_pgbouncer(bouncer: str, db: str) -> None:
+    """docs/dashboard.md: no prepared statements, no session state."""
+    from test_dashboard import TOKEN, start_dashboard
+
+    with pooled(bouncer) as conn:
+        brooq.declare_topic(conn, "mail")
+        job = brooq.enqueue(conn, "mail", {"to": "ann"})
+    d = start_dashboard(bouncer, "--token", TOKEN)
+    try:
+        for _ in range(3):
+            for path in ("/", "/in-flight", "/jobs", f"/jobs/{job.id}", "/healthz"):
+                assert d.get(path)[0] == 200, path
+        status, headers, _ = d.request("POST", f"/jobs/{job.id}/cancel", {},
+                                       {"authorization": f"Bearer {TOKEN}"})
+        assert status == 303 and headers["location"].endswith("did=canceled")
+    finally:
+        d.proc.terminate()
+        d.proc.wait(timeout=10)
+    with pooled(bouncer) as conn:
+        assert brooq.get_job(conn, job.id).state == "canceled"  # type: ignore[union-attr]

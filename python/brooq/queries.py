@@ -47,6 +47,14 @@ select name
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 
+# Re-drive (admin): a dead or canceled job back to pending; a topic's dead jobs in bulk.
+RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
+
+RETRY_DEAD: LiteralString = """
+select brooq.retry_dead(topic => %s::text, include_canceled => %s::boolean,
+                        max_jobs => %s::integer, since => %s::timestamptz)
+"""
+
 # brooq.jobs is the read-only view of brooq.job, granted to the three roles.
 GET_JOB: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
@@ -88,6 +96,9 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
   from brooq.topic_stats
  where topic = any(%s::text[])
 """
+
+# brooq.health(): six checks, each ok, warn or fail (brooq_worker and brooq_admin).
+HEALTH: LiteralString = "select name, status, detail from brooq.health()"
 
 PAUSE_TOPIC: LiteralString = "select brooq.pause_topic(%s::text)"
 
@@ -159,27 +170,26 @@ select id, topic, attempts, max_attempts, locked_by, claimed_at, running_for,
  limit %s::integer
 """
 
-# Jobs finished (done, dead) per topic and minute over the last %(minutes)s minutes,
-# from the time their row was settled (updated_at): a range of job_terminal_idx
-# (topic, updated_at) per topic. ago = 0 is the current minute. Purged rows no longer
-# count: a retention shorter than the window makes the chart lie.
+# The database's clock: the minutes of the throughput chart are its minutes.
+DASHBOARD_CLOCK: LiteralString = "select now()"
+
+# Jobs finished (done, dead) per topic and minute since each topic's `since`, by the
+# time their row was settled (updated_at): a range of job_terminal_idx (topic,
+# updated_at) per topic. Purged rows no longer count: a retention shorter than the
+# window makes the chart lie.
 DASHBOARD_THROUGHPUT: LiteralString = """
-select t.topic, b.ago, b.done, b.dead
-  from unnest(%(topics)s::text[]) as t(topic)
+select t.topic, b.minute, b.done, b.dead
+  from unnest(%(topics)s::text[], %(sinces)s::timestamptz[]) as t(topic, since)
  cross join lateral (
-       select (extract(epoch from date_trunc('minute', now())
-                                  - date_trunc('minute', j.updated_at)) / 60)::integer as ago,
+       select date_trunc('minute', j.updated_at) as minute,
               count(*) filter (where j.state = 'done') as done,
               count(*) filter (where j.state = 'dead') as dead
          from brooq.jobs j
         where j.topic = t.topic
           and j.state in ('done', 'dead')
-          and j.updated_at >= date_trunc('minute', now()) - make_interval(mins => %(minutes)s::integer - 1)
+          and j.updated_at >= t.since
         group by 1) as b
 """
-
-# Re-drive a dead (or canceled) job: pending again, its history kept (brooq.retry).
-DASHBOARD_RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
 
 # /healthz: the dashboard reaches its database.
 DASHBOARD_PING: LiteralString = "select 1"

@@ -3,9 +3,10 @@
 -- by the deadline, execution_deadline and execution_left, a job already past it);
 -- heartbeat (never past the deadline, not renewed once it has come); reap (a lease
 -- that ran to the deadline is a failed attempt with its cause, dead only on the last
--- attempt; a lease that expired earlier is an ordinary reap); brooq.topic_stats.
+-- attempt; a lease that expired earlier is an ordinary reap); a re-drive's fresh
+-- budget (brooq.retry); brooq.topic_stats.
 begin;
-select plan(41);
+select plan(43);
 
 set local timezone = 'UTC';  -- last_error spells instants in the session's time zone
 
@@ -113,6 +114,12 @@ select results_eq(format($$ select state::text, attempts from brooq.job where id
 select is((select last_error from brooq.job where id = :a),
     'max_execution 00:01:00 exceeded (first claimed at 2030-01-01 00:00:00+00, deadline 2030-01-01 00:01:00+00); the attempt of worker w3 was stopped; job dead (last attempt)',
     'last_error records the cause and the end');
+
+-- a re-drive (brooq.retry) gives a fresh max_execution budget, beside fresh attempts
+set local brooq.now = '2030-01-01 01:00:00+00';
+select ok(brooq.retry(:a), 're-drive the dead job');
+select results_eq($$ select execution_left from brooq.claim('w3', array['t.mx'], lease => '30 seconds') $$,
+    $$ values (interval '1 minute') $$, 'its next claim has the whole max_execution again');
 
 -- a lease that expires before the deadline: an ordinary reap
 set local brooq.now = '2030-01-02 00:00:00+00';

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(183);
+select plan(199);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -34,6 +34,10 @@ insert into matrix values
     ('brooq.unwatch(bigint)', true, true, true),
     ('brooq.reap(integer)', false, true, true),
     ('brooq.cancel(bigint)', false, false, true),
+    ('brooq.retry(bigint)', false, false, true),
+    ('brooq.retry_dead(text, boolean, integer, timestamptz)', false, false, true),
+    ('brooq._retry(bigint[], text[])', false, false, false),
+    ('brooq.health()', false, true, true),
     ('brooq.purge(integer)', false, false, true),
     ('brooq.purge_all(integer, integer)', false, false, true),
     ('brooq.schedule_maintenance(text, text)', false, false, true),

@@ -24,13 +24,16 @@ import hashlib
 import hmac
 import socket
 import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeAlias
 
 import psycopg
+import psycopg.errors
 from psycopg.rows import class_row
 
 from brooq import producer, queries
@@ -90,9 +93,48 @@ class Throughput(NamedTuple):
     """One row of queries.DASHBOARD_THROUGHPUT: finished jobs of a topic in one minute."""
 
     topic: str
-    ago: int
+    minute: datetime
     done: int
     dead: int
+
+
+MINUTE = timedelta(minutes=1)
+SETTLED = timedelta(seconds=5)  # a minute is complete this long after its end
+
+
+class MinuteCounts:
+    """Jobs finished per topic and minute, the complete minutes kept: a page reads only
+    the minutes since the last page (a minute's count changes afterwards only when its
+    rows are purged or re-driven). Shared by the request threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[str, dict[datetime, tuple[int, int]]] = {}
+
+    def read(self, conn: psycopg.Connection[Any], topics: Sequence[str]
+             ) -> dict[str, list[tuple[int, int]]]:
+        """Each topic's (done, dead) per minute over the last MINUTES, oldest first."""
+        now: datetime = conn.execute(queries.DASHBOARD_CLOCK).fetchone()[0]  # type: ignore[index]
+        current = now.replace(second=0, microsecond=0)
+        window = [current - (MINUTES - 1 - i) * MINUTE for i in range(MINUTES)]
+        with self._lock:
+            kept = {t: {m: c for m, c in self._kept.get(t, {}).items() if m >= window[0]}
+                    for t in topics}
+        sinces = [next((m for m in window if m not in kept[t]), current) for t in topics]
+        rows = conn.cursor(row_factory=class_row(Throughput)).execute(
+            queries.DASHBOARD_THROUGHPUT, {"topics": list(topics), "sinces": sinces}).fetchall()
+        read: dict[str, dict[datetime, tuple[int, int]]] = {t: {} for t in topics}
+        for r in rows:
+            read[r.topic][r.minute] = (r.done, r.dead)
+        series = {}
+        for t, since in zip(topics, sinces, strict=True):
+            for m in window:
+                if m >= since and m + MINUTE + SETTLED <= now:  # complete: keep it, zeros too
+                    kept[t][m] = read[t].get(m, (0, 0))
+            series[t] = [kept[t].get(m) or read[t].get(m, (0, 0)) for m in window]
+        with self._lock:
+            self._kept = kept
+        return series
 
 
 def available() -> bool:
@@ -171,6 +213,7 @@ class Database:
     statements off, no session state: it works through PgBouncer in transaction mode."""
 
     dsn: str
+    minutes: MinuteCounts = field(default_factory=MinuteCounts)
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[psycopg.Connection[Any]]:
@@ -185,13 +228,7 @@ class Database:
         """The topics, and each topic's (done, dead) per minute, oldest minute first."""
         with self.connect() as conn:
             stats = producer.topic_stats(conn)
-            rows = conn.cursor(row_factory=class_row(Throughput)).execute(
-                queries.DASHBOARD_THROUGHPUT,
-                {"topics": [s.topic for s in stats], "minutes": MINUTES}).fetchall()
-        series = {s.topic: [(0, 0)] * MINUTES for s in stats}
-        for r in rows:
-            if 0 <= r.ago < MINUTES:
-                series[r.topic][MINUTES - 1 - r.ago] = (r.done, r.dead)
+            series = self.minutes.read(conn, [s.topic for s in stats])
         return stats, series
 
     def in_flight(self) -> list[InFlight]:
@@ -215,7 +252,7 @@ class Database:
             if action == "cancel":
                 return producer.cancel(conn, int(target))
             with mapped(ADMIN, conn):
-                query = {"retry": queries.DASHBOARD_RETRY, "pause": queries.PAUSE_TOPIC,
+                query = {"retry": queries.RETRY, "pause": queries.PAUSE_TOPIC,
                          "resume": queries.RESUME_TOPIC}[action]
                 row = conn.execute(query, [target]).fetchone()
             return bool(row and row[0])
@@ -260,12 +297,13 @@ def create_app(dsn: str, token: str | None) -> Starlette:
             here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
             flash=FLASH.get(request.query_params.get("did", ""), ""))
 
-    def failed(request: Request, exc: Exception) -> HTMLResponse:
-        if isinstance(exc, PermissionDenied):
+    def failed(request: Request, exc: Exception, acting: bool = False) -> HTMLResponse:
+        if isinstance(exc, PermissionDenied | psycopg.errors.InsufficientPrivilege):
+            why = ("actions need brooq_admin" if acting else
+                   "reading needs the grants of docs/dashboard.md, \"Its database role\"")
             return respond(request, html.message(
                 view(request), "Refused by the database",
-                f"The dashboard's database role may not do this: actions need brooq_admin "
-                f"({one_line(exc, 200)})."), 403)
+                f"The dashboard's database role may not do this: {why} ({one_line(exc, 200)})."), 403)
         return respond(request, html.message(
             view(request), "The database answered with an error", one_line(exc, 300)), 503)
 
@@ -335,7 +373,7 @@ def create_app(dsn: str, token: str | None) -> Starlette:
             try:
                 changed = await run_in_threadpool(db.act, name, target)
             except (psycopg.Error, BrooqError) as exc:
-                return failed(request, exc)
+                return failed(request, exc, acting=True)
             done = {"cancel": "canceled", "retry": "retried", "pause": "paused",
                     "resume": "resumed"}[name]
             flash = done if changed else f"not-{done}"

@@ -209,7 +209,7 @@ def in_flight(view: View, rows: Sequence[InFlight]) -> str:
     body = []
     for r in rows:
         lease = badge("expired") if r.expired else age(r.lease_left)
-        progress = esc(json.dumps(r.progress, ensure_ascii=False))[:200] if r.progress is not None else ""
+        progress = esc(json.dumps(r.progress, ensure_ascii=False)[:200]) if r.progress is not None else ""
         body.append(f'<tr><td><a href="/jobs/{r.id}">{r.id}</a></td><td>{esc(r.topic)}</td>'
                     f'<td class="n">{r.attempts}/{r.max_attempts}</td><td>{esc(r.locked_by)}</td>'
                     f"<td>{when(r.claimed_at)}</td><td class=\"n\">{age(r.running_for)}</td>"
