@@ -69,7 +69,7 @@ def test_a_handler_that_outlives_max_execution_over_two_attempts_is_stopped(
     assert (a1, why1, a2, why2) == (1, "timeout", 2, "max_execution")
     assert 1.1 <= e1 - s1 <= 1.6
     assert e2 - s2 < 1.1, "the second attempt was stopped before its own timeout"
-    assert 1.8 <= e2 - s1 <= 2.6, "stopped max_execution after the first claim"
+    assert 1.6 <= e2 - s1 <= 2.6, "stopped max_execution (less the worker's margin) after the first claim"
     assert dead.attempts == 3
     assert dead.last_error.startswith("max_execution 2s exceeded: the job's time since its first "
                                       "claim ran out at "), dead.last_error

@@ -82,7 +82,8 @@ class Attempt:
         self.expires = float("inf")
         # When the job's max_execution runs out, by the local monotonic clock (None: no
         # limit): the claim's instant (taken before its round trip) + execution_left,
-        # so never later than the database's deadline. Set by the loop at claim.
+        # less a margin (worker.EXECUTION_MARGIN), so before the database's deadline.
+        # Set by the loop at claim.
         self.execution_ends: float | None = None
 
     def begin(self, now: float) -> None:

@@ -81,6 +81,11 @@ log = logging.getLogger("brooq.worker")
 F = TypeVar("F", bound=Callable[..., Any])
 
 CHECK_EVERY = 0.1  # seconds between scans for timeouts and hung handlers
+# An attempt is stopped this long before the job's max_execution deadline (at most a
+# tenth of the time left): the deadline ends the lease, and the worker's own settle,
+# which names the cause, must reach the database before a heartbeat or a reap sees
+# the lease end.
+EXECUTION_MARGIN = 2 * CHECK_EVERY
 GATHER_GAP = 0.0005  # seconds: a claim waits this long after the last finished handler...
 GATHER_MAX = 0.002  # ...and at most this long after the first (see Worker._claim_at)
 MAX_SLEEP = 1.0  # the loop turns at least this often (health, stop requests)
@@ -694,7 +699,8 @@ class Worker:
     def _start(self, job: Job, now: float) -> Attempt:
         att = Attempt(job, self._handlers[job.topic])  # begun when its handler starts
         if job.execution_left is not None:  # from `now`, taken before the claim's round trip
-            att.execution_ends = now + job.execution_left.total_seconds()
+            left = job.execution_left.total_seconds()
+            att.execution_ends = now + left - min(EXECUTION_MARGIN, left / 10)
         self._leases.hold(att, now)
         self._running.add(att)
         self._counts.topics[job.topic].claimed += 1

@@ -6,7 +6,7 @@
 -- attempt; a lease that expired earlier is an ordinary reap); a re-drive's fresh
 -- budget (brooq.retry); brooq.topic_stats.
 begin;
-select plan(43);
+select plan(44);
 
 set local timezone = 'UTC';  -- last_error spells instants in the session's time zone
 
@@ -118,8 +118,9 @@ select is((select last_error from brooq.job where id = :a),
 -- a re-drive (brooq.retry) gives a fresh max_execution budget, beside fresh attempts
 set local brooq.now = '2030-01-01 01:00:00+00';
 select ok(brooq.retry(:a), 're-drive the dead job');
-select results_eq($$ select execution_left from brooq.claim('w3', array['t.mx'], lease => '30 seconds') $$,
-    $$ values (interval '1 minute') $$, 'its next claim has the whole max_execution again');
+select execution_left as left_after_retry, lease_token as a4 from brooq.claim('w3', array['t.mx'], lease => '30 seconds') \gset
+select is(:'left_after_retry'::interval, interval '1 minute', 'its next claim has the whole max_execution again');
+select is(brooq.settle(:a, 'w3', :a4, 'done'), 'done'::brooq.job_state, 'and it may end done');
 
 -- a lease that expires before the deadline: an ordinary reap
 set local brooq.now = '2030-01-02 00:00:00+00';
