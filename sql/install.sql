@@ -114,6 +114,9 @@ create table brooq.topic (
     max_in_flight     integer,
     rate              integer,
     per               interval,
+    -- the longest a job may take across all its attempts, from its first claim;
+    -- NULL = no limit (table_topic_add_max_execution)
+    max_execution     interval,
     constraint topic_pkey primary key (name),
     constraint topic_name_valid check (name ~ '^[a-z0-9._-]{1,128}$'),
     constraint topic_max_attempts_positive check (max_attempts between 1 and 1000),
@@ -126,7 +129,9 @@ create table brooq.topic (
     constraint topic_max_in_flight_range check (max_in_flight between 1 and 1000000),
     constraint topic_rate_range check (rate between 1 and 1000000),
     constraint topic_per_range check (per between interval '1 millisecond' and interval '1 day'),
-    constraint topic_rate_with_per check ((rate is null) = (per is null))
+    constraint topic_rate_with_per check ((rate is null) = (per is null)),
+    constraint topic_max_execution_range
+        check (max_execution between interval '1 second' and interval '100 years')
 );
 
 comment on table brooq.topic is
@@ -176,6 +181,9 @@ create table brooq.job (
     lease_losses    integer         not null default 0,
     -- what the running handler last reported (table_job_add_progress)
     progress        jsonb,
+    -- when the job was first claimed; max_execution counts from it
+    -- (table_job_add_first_claimed_at)
+    first_claimed_at timestamptz,
     -- ordered groups: jobs of one (topic, group_key) run one at a time, in group_seq
     -- order (table_job_add_group)
     group_key       text,
@@ -251,7 +259,9 @@ create type brooq.enqueued as (
 );
 
 -- brooq.claim: a job now held by the caller. attempt counts this claim;
--- lease_token must be handed back to settle and heartbeat.
+-- lease_token must be handed back to settle and heartbeat. execution_deadline and
+-- execution_left: when the topic's max_execution runs out for this job, and the
+-- time left at the claim (NULL: no max_execution; types_claimed_job_add_execution).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -261,7 +271,9 @@ create type brooq.claimed_job as (
     priority     integer,
     lease_token  bigint,
     locked_until timestamptz,
-    created_at   timestamptz
+    created_at   timestamptz,
+    execution_deadline timestamptz,
+    execution_left     interval
 );
 
 -- brooq.settle_many: the state a settled job was left in.
@@ -321,7 +333,7 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
 --                     max_payload_bytes, notify, max_lease, max_lease_losses,
---                     max_in_flight, rate, per) -> brooq.topic
+--                     max_in_flight, rate, per, max_execution) -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -352,6 +364,15 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 --                      see brooq.claim); rate 1 to 1000000, per 1 millisecond to
 --                      1 day (default 1 second when rate is given); rate NULL (the
 --                      default) = no rate limit, and then per must be NULL too
+--   max_execution      the longest a job may take across all its attempts, counted
+--                      from its first claim (waits between attempts included):
+--                      claim and heartbeat bound the lease by it, a worker stops the
+--                      attempt running when it runs out and records a failed
+--                      attempt (so does reap for a lease that ran to it); a job
+--                      past it fails each later attempt at once, and is dead only
+--                      when its attempts are spent. 1 second to 100 years, no
+--                      negative part; NULL (the default) = no limit. Read at each
+--                      claim: a new value applies to jobs already queued.
 --
 -- Returns: the topic row as stored.
 -- Errors:
@@ -360,11 +381,12 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 -- Touches: inserts or updates one row of brooq.topic.
 
 -- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
--- max_lease_losses and before the flow limits (never released; harmless where they
--- do not exist).
+-- max_lease_losses, before the flow limits and before max_execution (never
+-- released; harmless where they do not exist).
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
 
 create or replace function brooq.declare_topic(
     name text,
@@ -378,7 +400,8 @@ create or replace function brooq.declare_topic(
     max_lease_losses integer default 5,
     max_in_flight integer default null,
     rate integer default null,
-    per interval default null)
+    per interval default null,
+    max_execution interval default null)
 returns brooq.topic
 language plpgsql
 security definer
@@ -487,13 +510,21 @@ begin
         end if;
     end if;
 
+    if declare_topic.max_execution not between interval '1 second' and interval '100 years'
+        or not brooq._duration_ok(declare_topic.max_execution) then
+        raise exception 'invalid max_execution % for topic "%"', declare_topic.max_execution, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
+    end if;
+
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
                                   max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses, max_in_flight, rate, per)
+                                  max_lease_losses, max_in_flight, rate, per, max_execution)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
             declare_topic.notify, v_now, v_now, declare_topic.max_lease,
-            declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per)
+            declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
+            declare_topic.max_execution)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -506,17 +537,18 @@ begin
             max_in_flight = excluded.max_in_flight,
             rate = excluded.rate,
             per = excluded.per,
+            max_execution = excluded.max_execution,
             updated_at = excluded.updated_at
     returning t.* into v_topic;
     return v_topic;
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) is
-'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none). Errors: 22004 NULL argument, 22023 bad name or setting.';
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) is
+'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) to brooq_admin;
 
 -- change function_pause_topic
 
@@ -613,9 +645,19 @@ grant execute on function brooq.resume_topic(text) to brooq_admin;
 --    expired at ...; job dead'
 -- This is the only way a job is dead without a failure on its last attempt.
 --
+-- max_execution (issue 12): a lease that ran to the job's execution deadline
+-- (first_claimed_at + the topic's max_execution <= locked_until: claim and
+-- heartbeat never let a lease run past it) is no crash but a job out of time: reap
+-- records it as a failed attempt, as settle records outcome failed: failed, retried
+-- after the topic's backoff, or dead when it was the last attempt (attempts unchanged,
+-- charged at claim; lease_losses back to 0, an outcome was written), and last_error
+--   'max_execution 00:05:00 exceeded (first claimed at ..., deadline ...); the
+--    attempt of worker w was stopped'
+-- It never makes a job dead by itself: only on the last attempt, as any failure.
+--
 -- Parameters:
 --   max_jobs  1 to 100000 (default 1000)
--- Returns: (id, topic) of each job put back or made dead.
+-- Returns: (id, topic) of each job put back, failed (max_execution) or made dead.
 -- Errors:
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
@@ -645,8 +687,13 @@ begin
     return query
     with expired as (
         select j.id,
+               j.first_claimed_at + t.max_execution as deadline,
+               coalesce(j.first_claimed_at + t.max_execution <= j.locked_until, false) as overdue,
                j.lease_losses + 1 >= coalesce(t.max_lease_losses, 5) as poison,
-               coalesce(t.max_lease_losses, 5) as max_losses
+               coalesce(t.max_lease_losses, 5) as max_losses,
+               t.max_execution,
+               t.backoff_base,
+               t.backoff_max
           from brooq.job j
           left join brooq.topic t on t.name = j.topic
          where j.locked_until < v_now
@@ -656,10 +703,23 @@ begin
            for no key update of j skip locked
     )
     update brooq.job j
-       set state = case when e.poison then 'dead' else 'pending' end,
-           available_at = case when e.poison then j.available_at else v_now end,
-           lease_losses = j.lease_losses + 1,
+       set state = case
+               when e.overdue and j.attempts >= j.max_attempts then 'dead'
+               when e.overdue then 'failed'
+               when e.poison then 'dead'
+               else 'pending'
+           end,
+           available_at = case
+               when e.overdue then v_now + brooq._backoff(e.backoff_base, e.backoff_max, j.attempts)
+               when e.poison then j.available_at
+               else v_now
+           end,
+           lease_losses = case when e.overdue then 0 else j.lease_losses + 1 end,
            last_error = case
+               when e.overdue then format(
+                   'max_execution %s exceeded (first claimed at %s, deadline %s); the attempt of worker %s was stopped%s',
+                   e.max_execution, j.first_claimed_at, e.deadline, j.locked_by,
+                   case when j.attempts >= j.max_attempts then '; job dead (last attempt)' else '' end)
                when e.poison then format(
                    'lease lost %s times in a row (max_lease_losses %s), the last of worker %s expired at %s; job dead',
                    j.lease_losses + 1, e.max_losses, j.locked_by, j.locked_until)
@@ -676,7 +736,7 @@ end
 $$;
 
 comment on function brooq.reap(integer) is
-'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
+'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); a lease that ran to the job''s max_execution deadline is a failed attempt (failed, or dead on the last attempt); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
 
 revoke all on function brooq.reap(integer) from public;
 grant execute on function brooq.reap(integer) to brooq_worker;
@@ -1050,6 +1110,12 @@ revoke all on function brooq._available_at(timestamptz, timestamptz, interval) f
 -- handlers reported since the last heartbeat (progress), so that reporting costs
 -- no round trip of its own.
 --
+-- max_execution (issue 12): for a topic with one, the lease is never renewed past
+-- the job's execution deadline (first_claimed_at + max_execution), and once the
+-- deadline has come the job is no longer renewed at all: its id is missing from the
+-- answer, so a worker that did not stop the attempt itself stops it now, and the
+-- next reap records the failure (see brooq.reap).
+--
 -- Parameters:
 --   worker        the name given to claim
 --   job_ids       bigint[] of held jobs, at most 10,000
@@ -1123,7 +1189,9 @@ begin
 
     return query
     update brooq.job j
-       set locked_until = v_now + least(heartbeat.lease, t.max_lease),
+       -- least() skips NULL: without max_execution (or first_claimed_at), no bound
+       set locked_until = least(v_now + least(heartbeat.lease, t.max_lease),
+                                j.first_claimed_at + t.max_execution),
            progress = coalesce(u.progress, j.progress)
       from unnest(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u(id, token, progress),
            brooq.topic t
@@ -1132,12 +1200,13 @@ begin
        and j.locked_by = heartbeat.worker
        and j.lease_token = u.token
        and t.name = j.topic
+       and (j.first_claimed_at + t.max_execution > v_now) is not false
     returning j.id;
 end
 $$;
 
 comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease. Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
 
 revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
 grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;
@@ -1557,6 +1626,17 @@ revoke all on table brooq.claim_window from public;
 -- drawn for this call (gen_random_uuid's strong randomness): settle and heartbeat
 -- need it back, and no view shows it, so another worker cannot guess it.
 --
+-- max_execution (issue 12): every claim sets first_claimed_at on a job's first
+-- claim and keeps it after; for a topic with a max_execution, the job's execution
+-- deadline is first_claimed_at + max_execution (the topic's value at this claim),
+-- and the lease ends no later than it: locked_until = least(now + lease,
+-- greatest(deadline, now)). Each claimed job carries execution_deadline and
+-- execution_left = greatest(deadline - now, 0) (both NULL without max_execution):
+-- a worker bounds the attempt by execution_left. A job already past its deadline
+-- is claimed all the same (its attempt is charged, invariant 6) with execution_left
+-- 0 and a lease that ends at the claim: the worker settles it failed without
+-- running the handler, or, if it does not, the next reap records that failure.
+--
 -- Claim does not take over expired leases: brooq.reap returns them to pending
 -- (the Python worker reaps every lease/2, pg_cron can too).
 --
@@ -1642,6 +1722,7 @@ declare
     v_rated text[] := '{}';   -- the active topics with a rate limit ...
     v_rated_at timestamptz[] := '{}';  -- ... and the instant their claims are counted at
     v_lock integer;
+    v_execs interval[];       -- per active topic, its max_execution (NULL: none)
     v_limits record;
     v_n bigint;
     v_at timestamptz;
@@ -1695,6 +1776,9 @@ begin
         return;  -- every topic named is paused
     end if;
     v_token := ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 8), 'hex'))::bit(64)::bigint;
+    select array_agg(t.max_execution order by a.ord) into v_execs
+      from unnest(v_active) with ordinality as a(name, ord)
+      join brooq.topic t on t.name = a.name;
 
     if v_flow is not null then
         -- Flow control (see the header): lock, then count in fresh snapshots.
@@ -1783,12 +1867,19 @@ begin
                attempts = j.attempts + 1,
                lease_token = v_token,
                locked_by = claim.worker,
-               locked_until = v_now + claim.lease,
+               -- least() skips NULL: without max_execution, now + lease
+               locked_until = least(v_now + claim.lease,
+                                    case when v_execs[1] is not null
+                                         then greatest(coalesce(j.first_claimed_at, v_now) + v_execs[1], v_now) end),
+               first_claimed_at = coalesce(j.first_claimed_at, v_now),
                updated_at = v_now
           from ready
          where j.id = ready.id
         returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                  j.lease_token, j.locked_until, j.created_at;
+                  j.lease_token, j.locked_until, j.created_at,
+                  j.first_claimed_at + v_execs[1],
+                  case when v_execs[1] is not null
+                       then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -1859,12 +1950,19 @@ begin
                    attempts = j.attempts + 1,
                    lease_token = v_token,
                    locked_by = claim.worker,
-                   locked_until = v_now + claim.lease,
+                   locked_until = least(v_now + claim.lease,
+                                        case when e.max_execution is not null
+                                             then greatest(coalesce(j.first_claimed_at, v_now) + e.max_execution, v_now) end),
+                   first_claimed_at = coalesce(j.first_claimed_at, v_now),
                    updated_at = v_now
-              from ready
+              from ready, unnest(v_active, v_execs) as e(topic, max_execution)
              where j.id = ready.id
+               and e.topic = j.topic
             returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                      j.lease_token, j.locked_until, j.created_at
+                      j.lease_token, j.locked_until, j.created_at,
+                      j.first_claimed_at + e.max_execution as execution_deadline,
+                      case when e.max_execution is not null
+                           then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)
@@ -1873,13 +1971,15 @@ begin
               join unnest(v_rated, v_rated_at) as r(topic, at) on r.topic = c.topic
              group by c.topic, r.at
         )
-        select * from claimed;
+        select c.id, c.topic, c.payload, c.attempts, c.max_attempts, c.priority, c.lease_token,
+               c.locked_until, c.created_at, c.execution_deadline, c.execution_left
+          from claimed c;
     end if;
 end
 $$;
 
 comment on function brooq.claim(text, text[], integer, interval) is
-'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token; a topic''s max_in_flight and rate per per are enforced under a lock of the topic. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic, 25000 a flow-limited topic outside READ COMMITTED.';
+'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token, bounded by the job''s max_execution deadline (execution_deadline, execution_left); a topic''s max_in_flight and rate per per are enforced under a lock of the topic. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic, 25000 a flow-limited topic outside READ COMMITTED.';
 
 revoke all on function brooq.claim(text, text[], integer, interval) from public;
 grant execute on function brooq.claim(text, text[], integer, interval) to brooq_worker;
@@ -1904,6 +2004,9 @@ grant execute on function brooq.claim(text, text[], integer, interval) to brooq_
 --                          ready - (rate - jobs claimed in the last per), at least 0
 --   held_by_group          ready jobs of an ordered group that wait for an earlier
 --                          job of their group (pending, failed or processing)
+--   max_execution          the longest a job may take across all its attempts (NULL:
+--                          no limit; brooq.declare_topic). A worker that may not read
+--                          brooq.topic checks its attempt timeout against it at start.
 create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
@@ -1925,6 +2028,7 @@ select t.name as topic,
                      select sum(c.jobs) from brooq.claim_window c
                       where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
        end as held_by_rate,
+       t.max_execution,
        coalesce(g.held, 0) as held_by_group
   from brooq.topic t
   -- Grouped once, then joined: a lateral subquery per topic row made the planner
@@ -1964,7 +2068,7 @@ select t.name as topic,
   ) as g on g.topic = t.name;
 
 comment on view brooq.topic_stats is
-'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group).';
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group), max_execution.';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
 create or replace view brooq.in_flight as
@@ -2440,5 +2544,418 @@ comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integ
 
 revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) from public;
 grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) to brooq_producer;
+
+-- change function_retry
+
+-- brooq.retry(job_id) -> boolean
+-- brooq.retry_dead(topic, include_canceled, max_jobs, since) -> integer
+--
+-- Re-drive: put dead (and, when asked, canceled) jobs back to pending, an
+-- explicit act of an admin, distinct from any worker's outcome. It is the only
+-- way out of a terminal state (invariant 3, amended: the queue itself never
+-- overwrites done, dead or canceled; an admin may re-drive dead and canceled
+-- jobs; done is never left). The job keeps its row, its id, its key and its
+-- history:
+--   state          -> pending, available_at = now (claimable at once)
+--   attempts       kept: it still counts every claim of the job (invariant 6)
+--   max_attempts   attempts + the topic's max_attempts now: a fresh budget of
+--                  attempts on top of the ones spent
+--   lease_losses   0 (a poison pill re-driven gets max_lease_losses reaps again)
+--   first_claimed_at  NULL: the next claim starts a fresh max_execution budget (a job
+--                  that ran out of it would otherwise fail every re-driven attempt)
+--   last_error     kept behind a note of the act:
+--                    're-driven from dead by alice at ...; before: <last_error>'
+--                  (the previous text cut to 2000 characters); the next
+--                  outcome replaces it
+--   progress       cleared; result, priority, payload, lease_token kept
+--   group_seq      of a job of an ordered group: the next number of its group,
+--                  drawn under the group's row lock as enqueue does (brooq.job_group),
+--                  so the re-driven job runs after the jobs of its group already
+--                  queued, never beside one that runs (issue 14)
+-- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
+-- topic was declared with notify => false).
+--
+-- retry(job_id): a dead or canceled job (naming one job is asking for it).
+--   Returns true when this call re-drove it; false when there is nothing to
+--   re-drive: the job is pending, failed, processing or done, or no job has this
+--   id. False rather than an error, like cancel.
+-- retry_dead(topic, include_canceled => false, max_jobs => 1000, since => NULL):
+--   the topic's dead jobs (and canceled ones with include_canceled), oldest
+--   first (by the time they became terminal), only those that became terminal
+--   at or after since when given, at most max_jobs per call; rows another
+--   transaction holds are skipped (SKIP LOCKED): call again until it returns 0.
+--   Returns how many jobs it re-drove.
+-- Errors:
+--   22004 null_value_not_allowed   job_id, topic, include_canceled or max_jobs is NULL
+--   42704 undefined_object         retry_dead: the topic was not declared
+--   22023 invalid_parameter_value  max_jobs not between 1 and 100000
+-- Touches (also brooq.job_group, for grouped jobs): updates rows of brooq.job (one for retry, up to max_jobs for retry_dead).
+create or replace function brooq._retry(job_ids bigint[], from_states text[])
+returns integer
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_count integer;
+    v_topics text[];
+    v_grouped bigint[];  -- the grouped jobs to re-drive ...
+    v_seqs bigint[];     -- ... and their new group_seq
+begin
+    -- Ordered groups: a re-driven job goes to the end of its group, numbered under
+    -- the group's row lock as an enqueue is (see brooq.job_group, brooq.claim): its
+    -- old number may be below jobs of the group that ran or run now, and claim
+    -- would take it beside them.
+    with grouped as (
+        select j.id, j.topic, j.group_key,
+               row_number() over (partition by j.topic, j.group_key order by j.id) as nth,
+               count(*) over (partition by j.topic, j.group_key) as n
+          from brooq.job j
+         where j.id = any(_retry.job_ids)
+           and j.state = any(_retry.from_states)
+           and j.state in ('dead', 'canceled')
+           and j.group_key is not null
+    ), given as (
+        insert into brooq.job_group as g (topic, group_key, last_seq)
+        select distinct on (x.topic, x.group_key) x.topic, x.group_key, x.n
+          from grouped x
+         order by x.topic, x.group_key
+        on conflict on constraint job_group_pkey do update set last_seq = g.last_seq + excluded.last_seq
+        returning g.topic, g.group_key, g.last_seq
+    )
+    select array_agg(x.id), array_agg(gv.last_seq - x.n + x.nth)
+      into v_grouped, v_seqs
+      from grouped x
+      join given gv on gv.topic = x.topic and gv.group_key = x.group_key;
+
+    with redriven as (
+        update brooq.job j
+           set state = 'pending',
+               available_at = v_now,
+               max_attempts = least(j.attempts::bigint
+                                    + coalesce((select t.max_attempts from brooq.topic t where t.name = j.topic), 5),
+                                    2147483647)::integer,
+               lease_losses = 0,
+               first_claimed_at = null,
+               group_seq = coalesce((select m.seq from unnest(v_grouped, v_seqs) as m(id, seq) where m.id = j.id),
+                                    j.group_seq),
+               progress = null,
+               last_error = format('re-driven from %s by %s at %s; before: %s', j.state, session_user::text, v_now,
+                                   coalesce(left(j.last_error, 2000), 'no error')),
+               updated_at = v_now
+         where j.id = any(_retry.job_ids)
+           and j.state = any(_retry.from_states)
+           and j.state in ('dead', 'canceled')
+        returning j.topic
+    )
+    select count(*), array_agg(distinct r.topic) into v_count, v_topics from redriven r;
+    perform pg_notify('brooq', t.name)
+       from brooq.topic t
+      where t.name = any(v_topics) and t.notify;
+    return v_count;
+end
+$$;
+
+create or replace function brooq.retry(job_id bigint)
+returns boolean
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if retry.job_id is null then
+        raise exception 'brooq.retry: job_id must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the id of a dead or canceled job.';
+    end if;
+    return brooq._retry(array[retry.job_id], array['dead', 'canceled']) = 1;
+end
+$$;
+
+create or replace function brooq.retry_dead(
+    topic text,
+    include_canceled boolean default false,
+    max_jobs integer default 1000,
+    since timestamptz default null)
+returns integer
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_states text[];
+begin
+    if retry_dead.topic is null or retry_dead.include_canceled is null or retry_dead.max_jobs is null then
+        raise exception 'brooq.retry_dead: topic, include_canceled and max_jobs must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Name a topic; leave include_canceled and max_jobs out for their defaults (false, 1000).';
+    end if;
+    if not exists (select from brooq.topic t where t.name = retry_dead.topic) then
+        raise exception 'topic "%" does not exist', left(retry_dead.topic, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Name a declared topic: select topic from brooq.topic_stats.';
+    end if;
+    if retry_dead.max_jobs not between 1 and 100000 then
+        raise exception 'invalid max_jobs %', retry_dead.max_jobs
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_jobs must be between 1 and 100000.';
+    end if;
+    v_states := case when retry_dead.include_canceled then array['dead', 'canceled'] else array['dead'] end;
+    return brooq._retry(array(
+        select j.id
+          from brooq.job j
+         where j.topic = retry_dead.topic
+           and j.state = any(v_states)
+           and (retry_dead.since is null or j.updated_at >= retry_dead.since)
+         order by j.updated_at, j.id
+         limit retry_dead.max_jobs
+           for no key update skip locked), v_states);
+end
+$$;
+
+comment on function brooq._retry(bigint[], text[]) is
+'Private: re-drive the listed jobs that are in one of from_states (dead or canceled) to pending; returns how many.';
+comment on function brooq.retry(bigint) is
+'Re-drive a dead or canceled job to pending (an admin act: attempts kept, a fresh budget of max_attempts, last_error noted); true if re-driven, false otherwise. Errors: 22004 NULL id.';
+comment on function brooq.retry_dead(text, boolean, integer, timestamptz) is
+'Re-drive up to max_jobs dead (and canceled, if asked) jobs of a topic, oldest first; returns how many. Errors: 22004 NULL argument, 42704 unknown topic, 22023 bad max_jobs.';
+
+revoke all on function brooq._retry(bigint[], text[]) from public;
+revoke all on function brooq.retry(bigint) from public;
+revoke all on function brooq.retry_dead(text, boolean, integer, timestamptz) from public;
+grant execute on function brooq.retry(bigint) to brooq_admin;
+grant execute on function brooq.retry_dead(text, boolean, integer, timestamptz) to brooq_admin;
+
+-- change function_health
+
+-- brooq.health() -> setof brooq.health_check
+--
+-- What needs a person, one row per check, always the same six rows in this
+-- order, each with a status (ok, warn: look at it soon, fail: look at it now)
+-- and a detail that says what was seen:
+--
+--   dead_tuples      dead row versions in brooq.job against the point where
+--                    autovacuum starts (its threshold + scale factor x rows, the
+--                    table's own settings): warn above 10 times that point,
+--                    fail above 100 times. A queue table that vacuum cannot keep
+--                    clean slows every claim (SKIP LOCKED walks the dead rows).
+--   last_vacuum      when brooq.job was last vacuumed (by autovacuum or by hand):
+--                    warn when it is due (dead tuples past the starting point)
+--                    and nothing vacuumed it for 1 hour (autovacuum off, or its
+--                    workers busy elsewhere).
+--   xmin_horizon     the oldest thing holding back vacuum in this database: a
+--                    transaction (pid, user, application, since when), a prepared
+--                    transaction, or a replication slot. Vacuum cannot remove a
+--                    row version it might still see: one transaction open for an
+--                    hour keeps an hour of the queue's dead rows. warn: a
+--                    transaction open for 5 minutes or more, an inactive slot
+--                    holding an xmin, or an xmin 10 million transactions old;
+--                    fail: 1 hour, or 100 million transactions.
+--   expired_leases   jobs in flight whose lease expired and that nobody reaped:
+--                    warn when one expired more than 1 minute ago (workers reap
+--                    every lease/2, pg_cron's brooq_reap every minute), fail when
+--                    more than 10 minutes ago (no reaper is running).
+--   paused_topics    paused topics with ready jobs waiting: warn (a pause
+--                    forgotten). A paused topic with nothing ready is ok.
+--   lost_leases      jobs not finished that lost their lease 2 times or more in
+--                    a row (lease_losses: a worker died or stalled under them,
+--                    each time; at the topic's max_lease_losses the job is dead):
+--                    warn, naming the worst one.
+--
+-- SECURITY DEFINER: it reads brooq.job and the statistics views with the rights
+-- of brooq's owner. The owner sees the transactions of other roles only if it is
+-- a superuser or a member of pg_read_all_stats; otherwise xmin_horizon says how
+-- many sessions it could not see. Times come from brooq._now(), so a test can
+-- move the clock.
+--
+-- Returns: (name, status, detail) x 6.
+-- Errors: none of its own.
+-- Touches: reads brooq.job (through its partial indexes), brooq.topic,
+-- pg_stat_all_tables, pg_stat_activity, pg_prepared_xacts, pg_replication_slots.
+create type brooq.health_check as (
+    name   text,
+    status text,
+    detail text
+);
+
+comment on type brooq.health_check is
+'A row of brooq.health(): the check''s name, its status (ok, warn, fail) and what was seen.';
+
+create or replace function brooq.health()
+returns setof brooq.health_check
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_dead bigint;
+    v_live bigint;
+    v_rows real;
+    v_threshold bigint;
+    v_scale float8;
+    v_due bigint;
+    v_last_auto timestamptz;
+    v_last_manual timestamptz;
+    v_last timestamptz;
+    v_autovacuum boolean;
+    v_hidden integer;
+    v_holder record;
+    v_count bigint;
+    v_oldest timestamptz;
+    v_text text;
+    v_job record;
+begin
+    -- dead_tuples, last_vacuum ------------------------------------------------
+    select s.n_dead_tup, s.n_live_tup, s.last_autovacuum, s.last_vacuum
+      into v_dead, v_live, v_last_auto, v_last_manual
+      from pg_stat_all_tables s
+     where s.relid = 'brooq.job'::regclass;
+    select c.reltuples,
+           coalesce((select o.option_value::bigint from pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'autovacuum_vacuum_threshold'),
+                    current_setting('autovacuum_vacuum_threshold')::bigint),
+           coalesce((select o.option_value::float8 from pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'autovacuum_vacuum_scale_factor'),
+                    current_setting('autovacuum_vacuum_scale_factor')::float8),
+           coalesce((select o.option_value::boolean from pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'autovacuum_enabled'), true)
+           and current_setting('autovacuum')::boolean
+      into v_rows, v_threshold, v_scale, v_autovacuum
+      from pg_class c
+     where c.oid = 'brooq.job'::regclass;
+    v_dead := coalesce(v_dead, 0);
+    v_live := coalesce(v_live, 0);
+    v_due := v_threshold + (v_scale * greatest(v_rows, 0))::bigint;
+    return next (
+        'dead_tuples',
+        case when v_dead > 100 * v_due then 'fail' when v_dead > 10 * v_due then 'warn' else 'ok' end,
+        format('%s dead and %s live row versions in brooq.job; autovacuum starts at %s dead', v_dead, v_live, v_due))::brooq.health_check;
+
+    v_last := greatest(v_last_auto, v_last_manual);
+    return next (
+        'last_vacuum',
+        case when v_dead > v_due and (v_last is null or v_last < v_now - interval '1 hour') then 'warn' else 'ok' end,
+        format('last autovacuum %s, last manual vacuum %s; %s dead row versions, vacuum due at %s%s',
+               coalesce(to_char(v_last_auto, 'YYYY-MM-DD HH24:MI:SSOF') || ' (' || date_trunc('second', v_now - v_last_auto) || ' ago)', 'never'),
+               coalesce(to_char(v_last_manual, 'YYYY-MM-DD HH24:MI:SSOF') || ' (' || date_trunc('second', v_now - v_last_manual) || ' ago)', 'never'),
+               v_dead, v_due,
+               case when v_autovacuum then '' else '; autovacuum is off for brooq.job' end))::brooq.health_check;
+
+    -- xmin_horizon ---------------------------------------------------------------
+    select count(*)::integer into v_hidden
+      from pg_stat_activity a
+     where a.datid = (select d.oid from pg_database d where d.datname = current_database())
+       and a.pid <> pg_backend_pid()
+       and a.query = '<insufficient privilege>';
+    select h.* into v_holder
+      from (
+        select format('transaction of pid %s (user %s, application "%s", %s) open since %s',
+                      a.pid, a.usename, left(a.application_name, 60), coalesce(a.state, a.backend_type),
+                      to_char(a.xact_start, 'YYYY-MM-DD HH24:MI:SSOF')) as what,
+               greatest(age(a.backend_xmin), age(a.backend_xid)) as xid_age,
+               v_now - a.xact_start as open_for,
+               null::boolean as inactive_slot
+          from pg_stat_activity a
+         where (a.datid = (select d.oid from pg_database d where d.datname = current_database()) or a.datid is null)
+           and a.pid <> pg_backend_pid()
+           and (a.backend_xmin is not null or a.backend_xid is not null)
+        union all
+        select format('prepared transaction "%s" (owner %s) prepared at %s',
+                      left(p.gid, 60), p.owner, to_char(p.prepared, 'YYYY-MM-DD HH24:MI:SSOF')),
+               age(p.transaction), v_now - p.prepared, null
+          from pg_prepared_xacts p
+         where p.database = current_database()
+        union all
+        select format('replication slot "%s" (%s, %s)', s.slot_name, s.slot_type,
+                      case when s.active then 'active' else 'inactive' end),
+               age(s.xmin), null, not s.active
+          from pg_replication_slots s
+         where s.xmin is not null
+           and (s.database is null or s.database = current_database())
+      ) as h
+     order by h.xid_age desc nulls last
+     limit 1;
+    if v_holder.what is null then
+        v_text := 'nothing holds back vacuum';
+    else
+        v_text := format('oldest: %s, %s transactions old%s', v_holder.what, v_holder.xid_age,
+                         case when v_holder.open_for is not null
+                              then format(', open for %s', date_trunc('second', v_holder.open_for)) else '' end);
+    end if;
+    if v_hidden > 0 then
+        v_text := v_text || format('; %s sessions of other roles not visible (grant pg_read_all_stats to %s)',
+                                   v_hidden, current_user);
+    end if;
+    return next (
+        'xmin_horizon',
+        case when v_holder.what is null then 'ok'
+             when v_holder.xid_age >= 100000000 or v_holder.open_for >= interval '1 hour' then 'fail'
+             when v_holder.xid_age >= 10000000 or v_holder.open_for >= interval '5 minutes'
+                  or v_holder.inactive_slot then 'warn'
+             else 'ok' end,
+        v_text)::brooq.health_check;
+
+    -- expired_leases ---------------------------------------------------------------
+    select count(*), min(j.locked_until) into v_count, v_oldest
+      from brooq.job j
+     where j.locked_until < v_now - interval '1 minute'
+       and j.state = 'processing';
+    return next (
+        'expired_leases',
+        case when v_count = 0 then 'ok' when v_oldest < v_now - interval '10 minutes' then 'fail' else 'warn' end,
+        case when v_count = 0 then 'no lease expired more than 1 minute ago'
+             else format('%s jobs in flight with a lease expired more than 1 minute ago, the oldest at %s (%s ago): is a worker or pg_cron''s brooq_reap running reap?',
+                         v_count, to_char(v_oldest, 'YYYY-MM-DD HH24:MI:SSOF'), date_trunc('second', v_now - v_oldest)) end
+        )::brooq.health_check;
+
+    -- paused_topics -----------------------------------------------------------------
+    select count(*) filter (where w.ready > 0),
+           string_agg(format('%s (%s ready, paused since %s)', t.name, coalesce(w.ready, 0),
+                             to_char(t.updated_at, 'YYYY-MM-DD HH24:MI:SSOF')), ', ' order by t.name)
+      into v_count, v_text
+      from brooq.topic t
+      left join lateral (
+           select count(*) as ready
+             from brooq.job j
+            where j.topic = t.name
+              and j.state in ('pending', 'failed')
+              and j.available_at <= v_now
+      ) as w on true
+     where t.paused;
+    return next (
+        'paused_topics',
+        case when v_count > 0 then 'warn' else 'ok' end,
+        coalesce('paused: ' || v_text, 'no topic is paused'))::brooq.health_check;
+
+    -- lost_leases ---------------------------------------------------------------------
+    select count(*) into v_count
+      from brooq.job j
+     where j.lease_losses >= 2
+       and ((j.state in ('pending', 'failed') and j.lease_losses > 0) or j.locked_until is not null);
+    select j.id, j.topic, j.lease_losses, j.attempts, j.max_attempts,
+           coalesce(t.max_lease_losses, 5) as max_lease_losses
+      into v_job
+      from brooq.job j
+      left join brooq.topic t on t.name = j.topic
+     where j.lease_losses >= 2
+       and ((j.state in ('pending', 'failed') and j.lease_losses > 0) or j.locked_until is not null)
+     order by j.lease_losses desc, j.id
+     limit 1;
+    return next (
+        'lost_leases',
+        case when v_count > 0 then 'warn' else 'ok' end,
+        case when v_count = 0 then 'no job lost its lease twice in a row'
+             else format('%s jobs lost their lease 2 times or more in a row (a worker died or stalled under them); the worst: job %s of topic %s, %s of max_lease_losses %s, attempts %s/%s',
+                         v_count, v_job.id, v_job.topic, v_job.lease_losses, v_job.max_lease_losses,
+                         v_job.attempts, v_job.max_attempts) end)::brooq.health_check;
+end
+$$;
+
+comment on function brooq.health() is
+'What needs a person: six checks (dead_tuples, last_vacuum, xmin_horizon, expired_leases, paused_topics, lost_leases), each ok, warn or fail, with a detail. No errors of its own.';
+
+revoke all on function brooq.health() from public;
+grant execute on function brooq.health() to brooq_worker, brooq_admin;
 
 commit;

@@ -38,6 +38,9 @@ create table brooq.job (
     lease_losses    integer         not null default 0,
     -- what the running handler last reported (table_job_add_progress)
     progress        jsonb,
+    -- when the job was first claimed; max_execution counts from it
+    -- (table_job_add_first_claimed_at)
+    first_claimed_at timestamptz,
     -- ordered groups: jobs of one (topic, group_key) run one at a time, in group_seq
     -- order (table_job_add_group)
     group_key       text,

@@ -16,6 +16,9 @@
 --                          ready - (rate - jobs claimed in the last per), at least 0
 --   held_by_group          ready jobs of an ordered group that wait for an earlier
 --                          job of their group (pending, failed or processing)
+--   max_execution          the longest a job may take across all its attempts (NULL:
+--                          no limit; brooq.declare_topic). A worker that may not read
+--                          brooq.topic checks its attempt timeout against it at start.
 create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
@@ -37,6 +40,7 @@ select t.name as topic,
                      select sum(c.jobs) from brooq.claim_window c
                       where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
        end as held_by_rate,
+       t.max_execution,
        coalesce(g.held, 0) as held_by_group
   from brooq.topic t
   -- Grouped once, then joined: a lateral subquery per topic row made the planner
@@ -76,7 +80,7 @@ select t.name as topic,
   ) as g on g.topic = t.name;
 
 comment on view brooq.topic_stats is
-'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group).';
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group), max_execution.';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
 create or replace view brooq.in_flight as

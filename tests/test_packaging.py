@@ -25,7 +25,8 @@ def test_the_dependencies_are_psycopg_alone_and_the_rest_are_extras() -> None:
     extras = project["optional-dependencies"]
     assert extras["binary"] == ["psycopg[binary]>=3.2"]
     assert extras["metrics"] == ["prometheus-client>=0.20"]
-    assert "brooq[binary,metrics]" in extras["test"]  # .ci/bootstrap installs .[test]
+    assert extras["dashboard"] == ["starlette>=0.37", "uvicorn>=0.29"]
+    assert "brooq[binary,metrics,dashboard]" in extras["test"]  # .ci/bootstrap installs .[test]
 
 
 def test_build_output_is_ignored_by_git() -> None:
@@ -66,3 +67,14 @@ def test_a_metrics_address_without_prometheus_client_says_how_to_get_it(db: str)
     assert done.returncode == 0, done.stderr
     assert "prometheus-client is not installed" in done.stdout
     assert "pip install 'brooq[metrics]'" in done.stdout
+
+
+def test_brooq_dashboard_without_starlette_says_how_to_get_it() -> None:
+    done = python("""
+        import sys
+        sys.modules['starlette'] = None
+        from brooq.tools.cli import main
+        sys.exit(main(["dashboard", "--dsn", "dbname=x"]))
+    """)
+    assert done.returncode == 1
+    assert "pip install 'brooq[dashboard]'" in done.stderr, done.stderr

@@ -97,6 +97,13 @@ class WorkerConfig:
                                           "(the endpoints have no authentication)")
     name: str | None = setting(None, "the worker's name (locked_by)", shown="hostname:pid:random",
                                variables=("BROOQ_WORKER_NAME", "BROOQ_NAME"))
+    transaction_pooler: bool = setting(
+        False, "the dsn goes through a pooler in transaction mode (PgBouncer): no session state "
+               "and no prepared statements on it, and LISTEN needs listen_dsn or listen=false")
+    listen: bool = setting(True, "LISTEN for enqueues of our topics (false: poll every "
+                                 "poll_interval only)")
+    listen_dsn: str | None = setting(None, "the database for LISTEN: a direct connection, not "
+                                           "through a transaction pooler", shown="dsn")
 
     @property
     def effective_reap_interval(self) -> timedelta:
@@ -105,6 +112,13 @@ class WorkerConfig:
     @property
     def effective_prefetch(self) -> int:
         return self.prefetch if self.prefetch is not None else self.concurrency
+
+    @property
+    def effective_listen_dsn(self) -> str | None:
+        """The DSN the listener connects to; None: no listener, the worker polls."""
+        if not self.listen:
+            return None
+        return self.listen_dsn or self.dsn
 
     @property
     def heartbeat_interval(self) -> timedelta:
@@ -197,6 +211,15 @@ class WorkerConfig:
                     problems.append(f"metrics_address: {host} is not a loopback address, and /metrics "
                                     "and /healthz have no authentication; set metrics_public "
                                     "(BROOQ_METRICS_PUBLIC=true) to serve them there anyway")
+        if self.listen_dsn:
+            try:
+                psycopg.conninfo.conninfo_to_dict(self.listen_dsn)
+            except psycopg.ProgrammingError as exc:
+                problems.append(f"listen_dsn: not a valid connection string: {one_line(exc)}")
+        if self.transaction_pooler and self.listen and not self.listen_dsn:
+            problems.append("transaction_pooler: LISTEN through a pooler in transaction mode hears no "
+                            "notification; set listen_dsn to a direct connection "
+                            "(BROOQ_LISTEN_DSN), or listen=false (BROOQ_LISTEN=false) to poll only")
         if self.name is not None and not 1 <= len(self.name) <= 200:
             problems.append(f"name: {len(self.name)} characters; use 1 to 200")
         if problems:

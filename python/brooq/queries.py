@@ -42,10 +42,19 @@ select name
                            retention => %s::interval, max_payload_bytes => %s::integer,
                            notify => %s::boolean, max_lease_losses => %s::integer,
                            max_lease => %s::interval, max_in_flight => %s::integer,
-                           rate => %s::integer, per => %s::interval)
+                           rate => %s::integer, per => %s::interval,
+                           max_execution => %s::interval)
 """
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
+
+# Re-drive (admin): a dead or canceled job back to pending; a topic's dead jobs in bulk.
+RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
+
+RETRY_DEAD: LiteralString = """
+select brooq.retry_dead(topic => %s::text, include_canceled => %s::boolean,
+                        max_jobs => %s::integer, since => %s::timestamptz)
+"""
 
 # brooq.jobs is the read-only view of brooq.job, granted to the three roles.
 GET_JOB: LiteralString = """
@@ -89,12 +98,16 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
  where topic = any(%s::text[])
 """
 
+# brooq.health(): six checks, each ok, warn or fail (brooq_worker and brooq_admin).
+HEALTH: LiteralString = "select name, status, detail from brooq.health()"
+
 PAUSE_TOPIC: LiteralString = "select brooq.pause_topic(%s::text)"
 
 RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 
 CLAIM: LiteralString = """
-select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at
+select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at,
+       execution_deadline, execution_left
   from brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
                    lease => %s::interval)
 """
@@ -119,6 +132,15 @@ select id
                        lease_tokens => %s::bigint[], progress => %s::jsonb[]) as h(id)
 """
 
+# The worker at start: each topic's max_execution as the database holds it (declared
+# by this worker, or by an admin when it may not declare). brooq.topic is private;
+# brooq.topic_stats is granted to brooq_worker.
+TOPIC_MAX_EXECUTION: LiteralString = """
+select topic, max_execution
+  from brooq.topic_stats
+ where topic = any(%s::text[])
+"""
+
 REAP: LiteralString = "select id, topic from brooq.reap(max_jobs => %s::integer)"
 
 LISTEN: LiteralString = "listen brooq"
@@ -136,6 +158,42 @@ select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, no
   from brooq.topic
  where name = %s::text
 """
+
+# `brooq dashboard` (brooq.tools.dashboard): it reads only the views brooq.topic_stats,
+# brooq.in_flight and brooq.jobs (docs/dashboard.md, "Its database role").
+
+# Jobs in flight, the longest held first: who holds each, since when, lease left.
+DASHBOARD_IN_FLIGHT: LiteralString = """
+select id, topic, attempts, max_attempts, locked_by, claimed_at, running_for,
+       locked_until - now() as lease_left, expired, progress
+  from brooq.in_flight
+ order by claimed_at, id
+ limit %s::integer
+"""
+
+# The database's clock: the minutes of the throughput chart are its minutes.
+DASHBOARD_CLOCK: LiteralString = "select now()"
+
+# Jobs finished (done, dead) per topic and minute since each topic's `since`, by the
+# time their row was settled (updated_at): a range of job_terminal_idx (topic,
+# updated_at) per topic. Purged rows no longer count: a retention shorter than the
+# window makes the chart lie.
+DASHBOARD_THROUGHPUT: LiteralString = """
+select t.topic, b.minute, b.done, b.dead
+  from unnest(%(topics)s::text[], %(sinces)s::timestamptz[]) as t(topic, since)
+ cross join lateral (
+       select date_trunc('minute', j.updated_at) as minute,
+              count(*) filter (where j.state = 'done') as done,
+              count(*) filter (where j.state = 'dead') as dead
+         from brooq.jobs j
+        where j.topic = t.topic
+          and j.state in ('done', 'dead')
+          and j.updated_at >= t.since
+        group by 1) as b
+"""
+
+# /healthz: the dashboard reaches its database.
+DASHBOARD_PING: LiteralString = "select 1"
 
 # `brooq deploy` failed: what the deploying role lacks (docs/security.md, "Deploying
 # with a non-superuser owner"). Ownership comes with membership in the owner.

@@ -6,7 +6,7 @@
 -- unaffected; with max_in_flight; topic_stats and errors. The races:
 -- tests/test_flow_races.py.
 begin;
-select plan(49);
+select plan(54);
 
 set local brooq.now = '2030-01-01 00:00:00+00';
 select lives_ok($$ select brooq.declare_topic('t.g', max_attempts => 2) $$, 'a topic');
@@ -118,6 +118,18 @@ select lives_ok($$ select brooq.enqueue_many('t.gl', array_fill('{}'::jsonb, arr
 select is((select count(*)::int from brooq.claim('w7', array['t.gl'], 10, '1 hour')), 2, 'the limit (2) and the groups: 2 jobs');
 select is((select count(distinct group_key)::int from brooq.job where topic = 't.gl' and state = 'processing'), 2,
     'of two groups');
+
+-- a re-driven dead job goes to the end of its group -----------------------------------------------
+
+select id as r1 from brooq.enqueue('t.g2', '{"n": "r1"}', group_key => 'r') \gset
+select id as r2 from brooq.enqueue('t.g2', '{"n": "r2"}', group_key => 'r') \gset
+select ok(brooq.cancel(:r1), 'r1 canceled');
+select results_eq($$ select id from brooq.claim('w8', array['t.g2'], 10, '1 hour') where payload->>'n' like 'r%' $$,
+    array[:r2::bigint], 'r2 runs');
+select ok(brooq.retry(:r1), 'r1 re-driven while r2 runs');
+select is((select group_seq from brooq.job where id = :r1), 3::bigint, 'it gets the next number of its group');
+select is_empty($$ select * from brooq.claim('w8', array['t.g2'], 10, '1 hour') where payload->>'n' = 'r1' $$,
+    'and waits for r2: never two of a group at once');
 
 -- errors --------------------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(183);
+select plan(199);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -21,7 +21,7 @@ select isnt_member_of('brooq_producer', array['brooq_worker'], 'brooq_worker is 
 
 create temp table matrix (routine regprocedure, producer boolean, worker boolean, admin boolean) on commit drop;
 insert into matrix values
-    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval)', false, false, true),
+    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval)', false, false, true),
     ('brooq.pause_topic(text)', false, false, true),
     ('brooq.resume_topic(text)', false, false, true),
     ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text)', true, false, true),
@@ -34,6 +34,10 @@ insert into matrix values
     ('brooq.unwatch(bigint)', true, true, true),
     ('brooq.reap(integer)', false, true, true),
     ('brooq.cancel(bigint)', false, false, true),
+    ('brooq.retry(bigint)', false, false, true),
+    ('brooq.retry_dead(text, boolean, integer, timestamptz)', false, false, true),
+    ('brooq._retry(bigint[], text[])', false, false, false),
+    ('brooq.health()', false, true, true),
     ('brooq.purge(integer)', false, false, true),
     ('brooq.purge_all(integer, integer)', false, false, true),
     ('brooq.schedule_maintenance(text, text)', false, false, true),

@@ -25,7 +25,7 @@ from psycopg.rows import class_row, scalar_row
 
 from brooq import config, producer, queries
 from brooq._version import __version__
-from brooq.errors import ADMIN, BrooqError, ConfigError, mapped
+from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
 from brooq.producer import STATES, JobFate, TopicStats
 from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
@@ -195,6 +195,57 @@ def cmd_cancel(args: argparse.Namespace, out: TextIO) -> int:
     return 1
 
 
+def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
+    if (args.id is None) == (args.dead is None):
+        raise UsageError("give a JOB_ID, or --dead TOPIC for a topic's dead jobs")
+    if args.id is not None and (args.canceled or args.max_jobs is not None or args.since is not None):
+        raise UsageError("--canceled, --max-jobs and --since go with --dead TOPIC")
+    with connect(args) as conn, mapped(ADMIN, conn):
+        cur = conn.cursor(row_factory=scalar_row)
+        if args.id is not None:
+            redriven = cur.execute(queries.RETRY, [args.id]).fetchone()
+        else:
+            max_jobs = args.max_jobs or 1000
+            count = cur.execute(queries.RETRY_DEAD, [args.dead, args.canceled, max_jobs, args.since]).fetchone()
+    if args.id is not None:
+        if redriven:
+            out.write(f"re-drove job {args.id}: pending again\n")
+            return 0
+        out.write(f"job {args.id} not re-driven: not dead or canceled (pending, failed, processing, "
+                  "done), or unknown\n")
+        return 1
+    what = "dead or canceled" if args.canceled else "dead"
+    out.write(f"re-drove {count} {what} job{'' if count == 1 else 's'} of topic {args.dead}\n")
+    if count == max_jobs:
+        out.write(f"stopped at --max-jobs {max_jobs}: run it again for the rest\n")
+    return 0
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """A row of brooq.health()."""
+
+    name: str
+    status: str  # ok, warn, fail
+    detail: str
+
+
+# `brooq health` exits 0 when every check is ok, HEALTH_WARN when one warns (look at it
+# soon), HEALTH_FAIL when one fails (look at it now); 1 and 2 stay errors and usage.
+HEALTH_WARN, HEALTH_FAIL = 3, 4
+
+
+def cmd_health(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn, mapped(WORKER, conn):
+        checks = conn.cursor(row_factory=class_row(HealthCheck)).execute(queries.HEALTH).fetchall()
+    if args.json:
+        write_json(out, [{"name": c.name, "status": c.status, "detail": c.detail} for c in checks])
+    else:
+        out.write(format_table(["check", "status", "detail"], [[c.name, c.status, c.detail] for c in checks]) + "\n")
+    statuses = {c.status for c in checks}
+    return HEALTH_FAIL if "fail" in statuses else HEALTH_WARN if "warn" in statuses else 0
+
+
 @dataclass(frozen=True)
 class TopicSettings:
     """A topic's settings as stored (queries.TOPIC_SETTINGS)."""
@@ -210,7 +261,7 @@ class TopicSettings:
 
 def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
     settings: dict[str, Any] = {"max_attempts": args.max_attempts, "notify": args.notify}
-    for name in ("backoff_base", "backoff_max", "retention", "max_payload_bytes"):
+    for name in ("backoff_base", "backoff_max", "retention", "max_payload_bytes", "max_execution"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     with connect(args) as conn:
@@ -340,6 +391,47 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
                 worker.run()
     finally:
         root.removeHandler(handler)
+    return 0
+
+
+# --- dashboard ----------------------------------------------------------------------
+
+def dashboard_token(args: argparse.Namespace) -> str | None:
+    """--token, else --token-file, else $BROOQ_DASHBOARD_TOKEN; None: read-only."""
+    token: str | None = args.token
+    if token is None and args.token_file is not None:
+        try:
+            token = args.token_file.read_text().strip()
+        except OSError as exc:
+            raise Failure(f"cannot read the token file {args.token_file}: {exc.strerror}") from exc
+    if token is None:
+        token = os.environ.get("BROOQ_DASHBOARD_TOKEN") or None
+    if token is not None and len(token) < 16:
+        raise Failure(f"the dashboard token has {len(token)} characters: use 16 or more, e.g. "
+                      "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    return token
+
+
+def cmd_dashboard(args: argparse.Namespace, out: TextIO) -> int:
+    from brooq.tools import dashboard
+
+    if not dashboard.available():
+        raise Failure(f"brooq dashboard needs Starlette and Uvicorn: {dashboard.HINT}")
+    dsn = dsn_of(args)
+    try:
+        host, port = config.parse_address(args.address)
+    except ValueError as exc:
+        raise UsageError(f"--address: {exc}") from None
+    if not args.public and not config.is_loopback(host):
+        raise UsageError(f"--address: {host} is not a loopback address; pass --public to serve "
+                         "the dashboard there anyway (behind TLS: docs/dashboard.md)")
+    token = dashboard_token(args)
+    with connect(args) as conn:  # a wrong DSN fails now, in one line, not on the first page
+        conn.execute(queries.DASHBOARD_PING)
+    try:
+        dashboard.serve(dsn, token, host, port)
+    except OSError as exc:
+        raise Failure(f"cannot listen on {args.address}: {exc.strerror or exc}") from exc
     return 0
 
 
@@ -478,9 +570,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", parents=[dsn, as_json], help="depth and lag by topic")
     p.set_defaults(func=cmd_stats, parser=p)
 
+    p = sub.add_parser("health", parents=[dsn, as_json],
+                       help="what needs a person: vacuum, expired leases, paused topics (exit 3 warn, 4 fail)")
+    p.set_defaults(func=cmd_health, parser=p)
+
     p = sub.add_parser("cancel", parents=[dsn], help="cancel a job that is not finished")
     p.add_argument("id", type=job_id)
     p.set_defaults(func=cmd_cancel, parser=p)
+
+    p = sub.add_parser("retry", parents=[dsn],
+                       help="re-drive a dead or canceled job: brooq retry JOB_ID | --dead TOPIC")
+    p.add_argument("id", type=job_id, nargs="?", metavar="JOB_ID", help="a dead or canceled job")
+    p.add_argument("--dead", metavar="TOPIC", help="the topic's dead jobs instead, oldest first")
+    p.add_argument("--canceled", action="store_true", help="with --dead: its canceled jobs too")
+    p.add_argument("--max-jobs", type=positive_int, metavar="N",
+                   help="with --dead: at most N jobs (default 1000, at most 100000)")
+    p.add_argument("--since", type=instant, metavar="TIME",
+                   help="with --dead: only jobs that died (or were canceled) at or after TIME (ISO 8601)")
+    p.set_defaults(func=cmd_retry, parser=p)
 
     p = sub.add_parser("declare-topic", parents=[dsn], help="create a topic or set its settings")
     p.add_argument("name")
@@ -489,6 +596,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backoff-max", type=parse_duration, help="cap on retry delays (default 1m)")
     p.add_argument("--retention", type=parse_duration, help="keep finished jobs (default 30d; 0s: forever)")
     p.add_argument("--max-payload-bytes", type=positive_int, help="default 1048576")
+    p.add_argument("--max-execution", type=parse_duration,
+                   help="a job's time across all its attempts, from its first claim (default: no limit)")
     p.add_argument("--no-notify", dest="notify", action="store_false",
                    help="do not NOTIFY workers on enqueue (they poll)")
     p.set_defaults(func=cmd_declare_topic, parser=p)
@@ -504,6 +613,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", type=Path, help="the brooq source tree (default: found from the package)")
     p.add_argument("-v", "--verbose", action="store_true", help="print the tool's output")
     p.set_defaults(func=cmd_deploy, parser=p)
+
+    p = sub.add_parser("dashboard", parents=[dsn],
+                       help="a web page over the queue: topics, jobs in flight, dead jobs, actions")
+    p.add_argument("--address", default="127.0.0.1:9470", metavar="HOST:PORT",
+                   help="where to listen (default 127.0.0.1:9470; port 0: a free one)")
+    p.add_argument("--public", action="store_true",
+                   help="allow an address that is not loopback")
+    p.add_argument("--token", help="the token that allows actions (default: $BROOQ_DASHBOARD_TOKEN; "
+                                   "none: read-only); at least 16 characters")
+    p.add_argument("--token-file", type=Path, metavar="PATH",
+                   help="read the token from this file (e.g. systemd's LoadCredential=)")
+    p.set_defaults(func=cmd_dashboard, parser=p)
 
     p = sub.add_parser("demo", parents=[dsn],
                        help="throwaway PostgreSQL, jobs enqueued from SQL, a worker with live progress")

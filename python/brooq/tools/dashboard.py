@@ -1,0 +1,468 @@
+"""`brooq dashboard`: a web page over the queue (docs/dashboard.md).
+
+Starlette and Uvicorn (the optional extra brooq[dashboard]), pages rendered on the
+server (brooq.tools.dashboard_html), no JavaScript. It reads the views
+brooq.topic_stats, brooq.in_flight and brooq.jobs; its actions (cancel, re-drive,
+pause and resume a topic) call the brooq functions and need brooq_admin in the
+database, and the dashboard's token in the browser.
+
+The token (docs/security.md, "The dashboard"): without one the dashboard is read-only
+and refuses every action (403). With one, an action is allowed for
+  - a request carrying ``Authorization: Bearer <token>`` (scripts), or
+  - a browser that logged in: POST /login with the token (compared with
+    hmac.compare_digest) sets a cookie brooq_session = "<expiry>.<HMAC(token, expiry)>"
+    (HttpOnly, SameSite=Strict, 8 hours), never the token itself; each form of an
+    action carries a CSRF field, HMAC(token, that cookie), checked in constant time,
+    and a request whose Origin is not this dashboard's is refused.
+Changing the token ends every session. /healthz is always open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import socket
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple, TypeAlias
+
+import psycopg
+import psycopg.errors
+from psycopg.rows import class_row
+
+from brooq import producer, queries
+from brooq.errors import ADMIN, BrooqError, PermissionDenied, mapped
+from brooq.producer import JobFate, TopicStats
+from brooq.redact import one_line
+from brooq.tools import dashboard_html as html
+
+try:
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+    from starlette.routing import Route
+except ImportError:  # pragma: no cover - the extra is not installed
+    Starlette = None  # type: ignore[assignment,misc]
+
+HINT = "install the dashboard extra: pip install 'brooq[dashboard]'"
+COOKIE = "brooq_session"
+SESSION_SECONDS = 8 * 3600
+MIN_TOKEN = 16  # characters: `python -c 'import secrets; print(secrets.token_urlsafe(32))'`
+MINUTES = 15  # the throughput chart's window
+LIST_LIMIT = 200  # rows on a list page
+MAX_FORM = 4096  # bytes of a form (an action's form is a few dozen)
+
+# The actions: path suffix -> (what the flash says when it did something, when not).
+FLASH = {
+    "canceled": "Job canceled.",
+    "not-canceled": "Not canceled: the job is already finished (done, dead, canceled).",
+    "retried": "Job re-driven: it is pending again.",
+    "not-retried": "Not re-driven: only a dead or canceled job can be.",
+    "paused": "Topic paused: workers claim none of its jobs until it is resumed.",
+    "not-paused": "The topic was already paused.",
+    "resumed": "Topic resumed.",
+    "not-resumed": "The topic was not paused.",
+    "login": "Logged in: the actions are yours.",
+    "logout": "Logged out: the dashboard is read-only.",
+}
+
+
+class InFlight(NamedTuple):
+    """One row of queries.DASHBOARD_IN_FLIGHT."""
+
+    id: int
+    topic: str
+    attempts: int
+    max_attempts: int
+    locked_by: str
+    claimed_at: Any
+    running_for: Any
+    lease_left: Any
+    expired: bool
+    progress: Any
+
+
+class Throughput(NamedTuple):
+    """One row of queries.DASHBOARD_THROUGHPUT: finished jobs of a topic in one minute."""
+
+    topic: str
+    minute: datetime
+    done: int
+    dead: int
+
+
+MINUTE = timedelta(minutes=1)
+SETTLED = timedelta(seconds=5)  # a minute is complete this long after its end
+
+
+class MinuteCounts:
+    """Jobs finished per topic and minute, the complete minutes kept: a page reads only
+    the minutes since the last page (a minute's count changes afterwards only when its
+    rows are purged or re-driven). Shared by the request threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[str, dict[datetime, tuple[int, int]]] = {}
+
+    def read(self, conn: psycopg.Connection[Any], topics: Sequence[str]
+             ) -> dict[str, list[tuple[int, int]]]:
+        """Each topic's (done, dead) per minute over the last MINUTES, oldest first."""
+        now: datetime = conn.execute(queries.DASHBOARD_CLOCK).fetchone()[0]  # type: ignore[index]
+        current = now.replace(second=0, microsecond=0)
+        window = [current - (MINUTES - 1 - i) * MINUTE for i in range(MINUTES)]
+        with self._lock:
+            kept = {t: {m: c for m, c in self._kept.get(t, {}).items() if m >= window[0]}
+                    for t in topics}
+        sinces = [next((m for m in window if m not in kept[t]), current) for t in topics]
+        rows = conn.cursor(row_factory=class_row(Throughput)).execute(
+            queries.DASHBOARD_THROUGHPUT, {"topics": list(topics), "sinces": sinces}).fetchall()
+        read: dict[str, dict[datetime, tuple[int, int]]] = {t: {} for t in topics}
+        for r in rows:
+            read[r.topic][r.minute] = (r.done, r.dead)
+        series = {}
+        for t, since in zip(topics, sinces, strict=True):
+            for m in window:
+                if m >= since and m + MINUTE + SETTLED <= now:  # complete: keep it, zeros too
+                    kept[t][m] = read[t].get(m, (0, 0))
+            series[t] = [kept[t].get(m) or read[t].get(m, (0, 0)) for m in window]
+        with self._lock:
+            self._kept = kept
+        return series
+
+
+def available() -> bool:
+    return Starlette is not None
+
+
+# --- the token ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Auth:
+    """Who may act: the holder of ``token`` (None: nobody, the dashboard is read-only)."""
+
+    token: str | None
+
+    def _mac(self, message: str) -> str:
+        assert self.token is not None
+        return hmac.new(self.token.encode(), message.encode(), hashlib.sha256).hexdigest()
+
+    def matches(self, given: str) -> bool:
+        """Whether ``given`` is the token, in constant time."""
+        return self.token is not None and hmac.compare_digest(given.encode(), self.token.encode())
+
+    def new_session(self, now: float) -> str:
+        expiry = int(now) + SESSION_SECONDS
+        return f"{expiry}.{self._mac(f'session:{expiry}')}"
+
+    def valid_session(self, value: str | None, now: float) -> bool:
+        if self.token is None or not value:
+            return False
+        expiry, _, mac = value.partition(".")
+        if not expiry.isdigit() or int(expiry) < now:
+            return False
+        return hmac.compare_digest(mac.encode(), self._mac(f"session:{expiry}").encode())
+
+    def csrf(self, session: str) -> str:
+        """The CSRF field of this session's forms."""
+        return self._mac(f"csrf:{session}")
+
+    def bearer(self, request: Request) -> bool:
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and self.matches(given.strip())
+
+    def session(self, request: Request) -> str | None:
+        """The request's valid session cookie, if it has one."""
+        value = request.cookies.get(COOKIE)
+        return value if self.valid_session(value, time.time()) else None
+
+
+def same_origin(request: Request) -> bool:
+    """A browser's POST from a page of this dashboard (no Origin: not a browser's form)."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    return urllib.parse.urlsplit(origin).netloc == request.headers.get("host", "")
+
+
+def safe_next(target: str | None, default: str) -> str:
+    """A path of this dashboard to go back to (never another site: no //host, no scheme)."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return default
+
+
+def with_flash(path: str, flash: str) -> str:
+    parts = urllib.parse.urlsplit(path)
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if k != "did"]
+    query.append(("did", flash))
+    return urllib.parse.urlunsplit(("", "", parts.path, urllib.parse.urlencode(query), ""))
+
+
+# --- the database -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Database:
+    """A connection per request: a dashboard is looked at, not hammered. Prepared
+    statements off, no session state: it works through PgBouncer in transaction mode."""
+
+    dsn: str
+    minutes: MinuteCounts = field(default_factory=MinuteCounts)
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[psycopg.Connection[Any]]:
+        kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 10,
+                                  "prepare_threshold": None}
+        if "application_name" not in psycopg.conninfo.conninfo_to_dict(self.dsn):
+            kwargs["application_name"] = "brooq dashboard"
+        with psycopg.connect(self.dsn, **kwargs) as conn:
+            yield conn
+
+    def overview(self) -> tuple[list[TopicStats], dict[str, list[tuple[int, int]]]]:
+        """The topics, and each topic's (done, dead) per minute, oldest minute first."""
+        with self.connect() as conn:
+            stats = producer.topic_stats(conn)
+            series = self.minutes.read(conn, [s.topic for s in stats])
+        return stats, series
+
+    def in_flight(self) -> list[InFlight]:
+        with self.connect() as conn:
+            return conn.cursor(row_factory=class_row(InFlight)).execute(
+                queries.DASHBOARD_IN_FLIGHT, [LIST_LIMIT]).fetchall()
+
+    def jobs(self, topic: str | None, states: Sequence[str]) -> tuple[list[JobFate], list[str]]:
+        with self.connect() as conn:
+            topics = [s.topic for s in producer.topic_stats(conn)]
+            jobs = producer.list_jobs(conn, topic=topic, states=states, limit=LIST_LIMIT)
+        return jobs, topics
+
+    def job(self, job_id: int) -> JobFate | None:
+        with self.connect() as conn:
+            return producer.get_job(conn, job_id)
+
+    def act(self, action: str, target: int | str) -> bool:
+        """Run an action (needs brooq_admin): whether it changed anything."""
+        with self.connect() as conn:
+            if action == "cancel":
+                return producer.cancel(conn, int(target))
+            with mapped(ADMIN, conn):
+                query = {"retry": queries.RETRY, "pause": queries.PAUSE_TOPIC,
+                         "resume": queries.RESUME_TOPIC}[action]
+                row = conn.execute(query, [target]).fetchone()
+            return bool(row and row[0])
+
+    def ping(self) -> None:
+        with self.connect() as conn:
+            conn.execute(queries.DASHBOARD_PING)
+
+
+# --- the application ----------------------------------------------------------------
+
+Handler: TypeAlias = "Callable[[Request], Awaitable[Response]]"
+
+SECURITY_HEADERS = {
+    # No script at all; styles inline; forms post only here; never framed.
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",  # no-referrer would make Chrome send "Origin: null"
+    "cache-control": "no-store",
+}
+
+JOB_STATES = {"dead": ["dead"], "failed": ["failed"], "canceled": ["canceled"],
+              "": ["dead", "failed"]}
+
+
+def create_app(dsn: str, token: str | None) -> Starlette:
+    """The dashboard as an ASGI application (uvicorn serves it, see serve)."""
+    if Starlette is None:
+        raise BrooqError(f"brooq dashboard needs Starlette and Uvicorn: {HINT}")
+    db = Database(dsn)
+    auth = Auth(token)
+
+    def respond(request: Request, body: str, status: int = 200) -> HTMLResponse:
+        return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
+
+    def view(request: Request) -> html.View:
+        session = auth.session(request)
+        return html.View(
+            admin=session is not None, csrf=auth.csrf(session) if session else "",
+            can_log_in=token is not None, path=request.url.path,
+            here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
+            flash=FLASH.get(request.query_params.get("did", ""), ""))
+
+    def failed(request: Request, exc: Exception, acting: bool = False) -> HTMLResponse:
+        if isinstance(exc, PermissionDenied | psycopg.errors.InsufficientPrivilege):
+            why = ("actions need brooq_admin" if acting else
+                   "reading needs the grants of docs/dashboard.md, \"Its database role\"")
+            return respond(request, html.message(
+                view(request), "Refused by the database",
+                f"The dashboard's database role may not do this: {why} ({one_line(exc, 200)})."), 403)
+        return respond(request, html.message(
+            view(request), "The database answered with an error", one_line(exc, 300)), 503)
+
+    async def topics(request: Request) -> Response:
+        try:
+            stats, series = await run_in_threadpool(db.overview)
+        except (psycopg.Error, BrooqError) as exc:
+            return failed(request, exc)
+        return respond(request, html.topics(view(request), stats, series))
+
+    async def in_flight(request: Request) -> Response:
+        try:
+            rows = await run_in_threadpool(db.in_flight)
+        except (psycopg.Error, BrooqError) as exc:
+            return failed(request, exc)
+        return respond(request, html.in_flight(view(request), rows))
+
+    async def jobs(request: Request) -> Response:
+        topic = request.query_params.get("topic") or None
+        state = request.query_params.get("state", "")
+        if state not in JOB_STATES:
+            return respond(request, html.message(view(request), "Unknown state",
+                                                 "Choose dead, failed or canceled."), 400)
+        try:
+            rows, names = await run_in_threadpool(db.jobs, topic, JOB_STATES[state])
+        except (psycopg.Error, BrooqError) as exc:
+            return failed(request, exc)
+        return respond(request, html.jobs(view(request), rows, names, topic, state))
+
+    async def job(request: Request) -> Response:
+        job_id: int = request.path_params["job_id"]
+        try:
+            fate = await run_in_threadpool(db.job, job_id)
+        except (psycopg.Error, BrooqError) as exc:
+            return failed(request, exc)
+        if fate is None:
+            return respond(request, html.message(
+                view(request), f"Job {job_id} not found",
+                "No job has this id: never enqueued, or purged after its topic's retention."), 404)
+        return respond(request, html.job(view(request), fate))
+
+    async def form(request: Request) -> dict[str, str]:
+        body = await request.body()
+        if len(body) > MAX_FORM:
+            return {}
+        return {k: v[0] for k, v in urllib.parse.parse_qs(body.decode("utf-8", "replace")).items()}
+
+    def refused(request: Request, why: str) -> HTMLResponse:
+        return respond(request, html.message(view(request), "Refused", why), 403)
+
+    def action(name: str, target_of: Callable[[Request], int | str],
+               back: Callable[[int | str], str]) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            if token is None:
+                return refused(request, "This dashboard is read-only: it was started without a "
+                                        "token (--token or BROOQ_DASHBOARD_TOKEN).")
+            fields = await form(request)
+            if not auth.bearer(request):
+                session = auth.session(request)
+                if session is None:
+                    return refused(request, "Actions need the dashboard's token: log in first.")
+                if not same_origin(request) or not hmac.compare_digest(
+                        fields.get("csrf", "").encode(), auth.csrf(session).encode()):
+                    return refused(request, "This form did not come from this dashboard "
+                                            "(its CSRF field or origin is wrong): reload the page.")
+            target = target_of(request)
+            try:
+                changed = await run_in_threadpool(db.act, name, target)
+            except (psycopg.Error, BrooqError) as exc:
+                return failed(request, exc, acting=True)
+            done = {"cancel": "canceled", "retry": "retried", "pause": "paused",
+                    "resume": "resumed"}[name]
+            flash = done if changed else f"not-{done}"
+            to = safe_next(fields.get("next"), back(target))
+            return RedirectResponse(with_flash(to, flash), status_code=303)
+        return endpoint
+
+    def job_target(request: Request) -> int:
+        job_id: int = request.path_params["job_id"]
+        return job_id
+
+    def topic_target(request: Request) -> str:
+        name: str = request.path_params["topic"]
+        return name
+
+    async def login_page(request: Request) -> Response:
+        return respond(request, html.login(view(request), "", request.query_params.get("next")))
+
+    async def login(request: Request) -> Response:
+        fields = await form(request)
+        if token is None:
+            return refused(request, "This dashboard is read-only: it was started without a token.")
+        if not same_origin(request):
+            return refused(request, "This form did not come from this dashboard.")
+        if not auth.matches(fields.get("token", "")):
+            return respond(request, html.login(view(request), "That is not the dashboard's token.",
+                                               fields.get("next")), 403)
+        to = with_flash(safe_next(fields.get("next"), "/"), "login")
+        response = RedirectResponse(to, status_code=303)
+        response.set_cookie(COOKIE, auth.new_session(time.time()), max_age=SESSION_SECONDS,
+                            path="/", httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https")
+        return response
+
+    async def logout(request: Request) -> Response:
+        if not same_origin(request):
+            return refused(request, "This form did not come from this dashboard.")
+        response = RedirectResponse(with_flash("/", "logout"), status_code=303)
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    async def healthz(request: Request) -> Response:
+        try:
+            await run_in_threadpool(db.ping)
+        except psycopg.Error as exc:
+            return PlainTextResponse(f"database unreachable: {one_line(exc, 200)}\n", 503)
+        return PlainTextResponse("ok\n")
+
+    routes = [
+        Route("/", topics),
+        Route("/in-flight", in_flight),
+        Route("/jobs", jobs),
+        Route("/jobs/{job_id:int}", job),
+        Route("/jobs/{job_id:int}/cancel", action("cancel", job_target, lambda i: f"/jobs/{i}"),
+              methods=["POST"]),
+        Route("/jobs/{job_id:int}/retry", action("retry", job_target, lambda i: f"/jobs/{i}"),
+              methods=["POST"]),
+        Route("/topics/{topic}/pause", action("pause", topic_target, lambda _: "/"),
+              methods=["POST"]),
+        Route("/topics/{topic}/resume", action("resume", topic_target, lambda _: "/"),
+              methods=["POST"]),
+        Route("/login", login_page, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/healthz", healthz),
+    ]
+    return Starlette(routes=routes)
+
+
+# --- serving ------------------------------------------------------------------------
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0: a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, reuse_port=False)
+
+
+def serve(dsn: str, token: str | None, host: str, port: int,
+          announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+          ) -> None:
+    """Serve the dashboard until SIGINT or SIGTERM."""
+    import uvicorn
+
+    app = create_app(dsn, token)
+    sock = listen(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    mode = "actions for the token's holder" if token else "read-only: no token"
+    announce(f"brooq dashboard on http://{shown}:{bound}/ ({mode})")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                           lifespan="off", server_header=False))
+    server.run(sockets=[sock])

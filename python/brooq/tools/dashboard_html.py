@@ -1,0 +1,300 @@
+"""The dashboard's pages as HTML text (brooq.tools.dashboard serves them).
+
+Every value from the database passes through ``esc`` (html.escape, quotes too)
+before it is put in a page; nothing else is interpolated but this module's own
+literals and numbers. No script: the chart is inline SVG, the actions are forms.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from brooq.producer import JobFate, TopicStats
+from brooq.tools.text import format_duration
+
+if TYPE_CHECKING:
+    from brooq.tools.dashboard import InFlight
+
+MAX_SHOWN = 65536  # characters of a payload, result or error on a page
+
+
+@dataclass(frozen=True)
+class View:
+    """What every page needs to know about its request."""
+
+    admin: bool  # logged in: the action forms are shown
+    csrf: str  # the CSRF field of the forms ("" when not admin)
+    can_log_in: bool  # the dashboard has a token
+    path: str  # the page's path (the active tab)
+    here: str  # path and query: where an action comes back to
+    flash: str = ""
+
+
+def esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def q(value: str) -> str:
+    """A value for a URL's path or query."""
+    return urllib.parse.quote(value, safe="")
+
+
+def when(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    shown = value.isoformat(sep=" ", timespec="seconds")
+    return f'<time datetime="{esc(value.isoformat())}">{esc(shown)}</time>'
+
+
+def age(value: timedelta | None) -> str:
+    return esc(format_duration(value))
+
+
+def pretty(value: Any) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    if len(text) > MAX_SHOWN:
+        text = text[:MAX_SHOWN] + f"\n... ({len(text) - MAX_SHOWN} more characters)"
+    return f"<pre>{esc(text)}</pre>"
+
+
+def badge(state: str) -> str:
+    return f'<span class="state s-{esc(state)}">{esc(state)}</span>'
+
+
+STYLE = """
+:root { --fg:#1d232b; --muted:#66707c; --line:#dde2e8; --bg:#f6f7f9; --card:#fff;
+        --accent:#2458b3; --done:#2f9e5b; --dead:#cf3b3b; --warn:#c27b00; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif;
+       color:var(--fg); background:var(--bg); }
+header { display:flex; align-items:center; gap:24px; padding:10px 24px; background:#16202c; color:#fff; }
+header .brand { font-weight:700; font-size:16px; letter-spacing:.5px; }
+header nav a { color:#c7d3e3; text-decoration:none; margin-right:16px; padding:4px 0; }
+header nav a.on { color:#fff; border-bottom:2px solid #7fb0ff; }
+header .who { margin-left:auto; display:flex; gap:10px; align-items:center; color:#c7d3e3; }
+header .who a, header .who button { color:#fff; }
+main { padding:20px 24px; max-width:1400px; }
+h1 { font-size:20px; margin:0 0 14px; }
+h2 { font-size:15px; margin:22px 0 8px; }
+table { border-collapse:collapse; width:100%; background:var(--card); border:1px solid var(--line); }
+th, td { text-align:left; padding:7px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
+th { background:#eef1f5; font-weight:600; font-size:12px; color:#3c4652; text-transform:uppercase; letter-spacing:.3px; }
+td.n { text-align:right; font-variant-numeric:tabular-nums; }
+td.err { max-width:520px; color:#6b1f1f; font-family:ui-monospace, monospace; font-size:12px; white-space:pre-wrap; word-break:break-word; }
+a { color:var(--accent); }
+.muted { color:var(--muted); }
+.flash { background:#e7f4ea; border:1px solid #b5dcbf; padding:8px 12px; margin-bottom:14px; }
+.state { display:inline-block; padding:1px 8px; border-radius:9px; font-size:12px; background:#e3e7ec; }
+.s-done { background:#dff3e6; color:#1d6b3c; } .s-dead { background:#fbe1e1; color:#9b1c1c; }
+.s-failed { background:#fdf0d9; color:#8a5a00; } .s-processing { background:#e0ebfd; color:#1e4c9a; }
+.s-canceled { background:#ececec; color:#555; } .s-paused { background:#fdf0d9; color:#8a5a00; }
+.s-running { background:#dff3e6; color:#1d6b3c; } .s-expired { background:#fbe1e1; color:#9b1c1c; }
+form.inline { display:inline; margin:0; }
+button { font:inherit; font-size:12px; padding:3px 10px; border:1px solid #9aa7b6; border-radius:4px; background:#fff; cursor:pointer; }
+button.danger { border-color:#d99; color:#9b1c1c; }
+button.go { border-color:#8bc2a0; color:#1d6b3c; }
+header button { background:transparent; border-color:#56657a; }
+dl { display:grid; grid-template-columns:160px 1fr; gap:6px 16px; background:var(--card);
+     border:1px solid var(--line); padding:14px; margin:0; }
+dt { color:var(--muted); } dd { margin:0; }
+pre { margin:0; padding:10px; background:#f1f3f6; border:1px solid var(--line); overflow:auto; max-height:420px;
+      font-size:12px; white-space:pre-wrap; word-break:break-word; }
+.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
+.actions { display:flex; gap:8px; margin:14px 0; }
+svg.chart rect.done { fill:var(--done); } svg.chart rect.dead { fill:var(--dead); }
+svg.chart line { stroke:var(--line); }
+.login { max-width:420px; background:var(--card); border:1px solid var(--line); padding:18px; }
+.login input { width:100%; padding:6px; font:inherit; margin:6px 0 12px; }
+.error { color:#9b1c1c; }
+"""
+
+TABS = (("/", "Topics"), ("/in-flight", "In flight"), ("/jobs", "Dead & failed"))
+
+
+def page(view: View, title: str, body: str) -> str:
+    nav = "".join(f'<a href="{href}"{" class=on" if _active(view.path, href) else ""}>{label}</a>'
+                  for href, label in TABS)
+    if view.admin:
+        who = ('<span>admin</span><form class="inline" method="post" action="/logout">'
+               '<button type="submit" id="logout">log out</button></form>')
+    elif view.can_log_in:
+        who = f'<span>read-only</span><a id="login" href="/login?next={q(view.here)}">log in</a>'
+    else:
+        who = '<span title="started without a token">read-only</span>'
+    flash = f'<div class="flash" id="flash">{esc(view.flash)}</div>' if view.flash else ""
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)} · brooq</title><style>{STYLE}</style></head><body>"
+            f'<header><span class="brand">brooq</span><nav>{nav}</nav><div class="who">{who}</div></header>'
+            f"<main>{flash}<h1>{esc(title)}</h1>{body}</main></body></html>")
+
+
+def _active(path: str, href: str) -> bool:
+    return path == href if href == "/" else path == href or (href == "/jobs" and path.startswith("/jobs"))
+
+
+def action(view: View, path: str, label: str, kind: str = "", ident: str = "") -> str:
+    """A POST form with one button (admin only)."""
+    if not view.admin:
+        return ""
+    id_attr = f' id="{esc(ident)}"' if ident else ""
+    return (f'<form class="inline" method="post" action="{esc(path)}">'
+            f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">'
+            f'<input type="hidden" name="next" value="{esc(view.here)}">'
+            f'<button type="submit" class="{kind}"{id_attr}>{esc(label)}</button></form>')
+
+
+def chart(series: Sequence[tuple[int, int]], top: int) -> str:
+    """Finished jobs per minute, oldest first: done (green) under dead (red), ``top`` the
+    height of the chart."""
+    width, height, bar = 10, 36, 8
+    scale = height / max(top, 1)
+    parts = [(f'<svg class="chart" width="{len(series) * width}" height="{height}" role="img" '
+              f'aria-label="jobs finished per minute">'
+              f'<line x1="0" y1="{height - 0.5}" x2="{len(series) * width}" y2="{height - 0.5}"/>')]
+    for i, (done, dead) in enumerate(series):
+        ago = len(series) - 1 - i
+        label = f"{ago} min ago" if ago else "this minute"
+        x = i * width
+        h_done, h_dead = done * scale, dead * scale
+        parts.append(f"<g><title>{label}: {done} done, {dead} dead</title>"
+                     f'<rect class="done" x="{x}" y="{height - h_done:.1f}" width="{bar}" height="{h_done:.1f}"/>'
+                     f'<rect class="dead" x="{x}" y="{height - h_done - h_dead:.1f}" width="{bar}" '
+                     f'height="{h_dead:.1f}"/></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def topics(view: View, stats: Sequence[TopicStats], series: dict[str, list[tuple[int, int]]]) -> str:
+    if not stats:
+        return page(view, "Topics", '<p class="muted">No topics yet: a worker declares its topics '
+                                    "when it starts, or run <code>brooq declare-topic NAME</code>.</p>")
+    rows = []
+    for s in stats:
+        minutes = series.get(s.topic, [])
+        top = max((d + x for d, x in minutes), default=0)  # each topic to its own scale
+        finished = sum(d + x for d, x in minutes)
+        dead = sum(x for _, x in minutes)
+        state = badge("paused") if s.paused else badge("running")
+        toggle = (action(view, f"/topics/{q(s.topic)}/resume", "resume", "go", f"resume-{s.topic}")
+                  if s.paused else
+                  action(view, f"/topics/{q(s.topic)}/pause", "pause", "", f"pause-{s.topic}"))
+        rows.append(
+            f'<tr id="topic-{esc(s.topic)}"><td><a href="/jobs?topic={q(s.topic)}">{esc(s.topic)}</a></td>'
+            f"<td>{state} {toggle}</td>"
+            f'<td class="n">{s.ready}</td><td class="n">{s.scheduled}</td><td class="n">{s.failed}</td>'
+            f'<td class="n">{s.processing}</td><td class="n">{s.expired}</td>'
+            f'<td class="n">{age(s.oldest_ready_age)}</td>'
+            f"<td>{chart(minutes, top)}</td>"
+            f'<td class="n">{finished / max(len(minutes), 1):.1f}</td><td class="n">{dead}</td></tr>')
+    head = ("<tr><th>topic</th><th>claims</th><th>ready</th><th>scheduled</th>"
+            "<th>failed, to retry</th><th>in flight</th><th>lease expired</th><th>oldest ready</th>"
+            "<th>finished / minute, last 15 min</th><th>avg / min</th><th>dead, 15 min</th></tr>")
+    note = ('<p class="muted">ready: claimable now; scheduled: waiting for their time (a delay or '
+            "a retry's backoff); failed: waiting for a retry. Finished jobs are counted by the "
+            "time they were settled (done in green, dead in red), one bar a minute. "
+            "Reload the page to refresh.</p>")
+    return page(view, "Topics", f"<table>{head}{''.join(rows)}</table>{note}")
+
+
+def in_flight(view: View, rows: Sequence[InFlight]) -> str:
+    if not rows:
+        return page(view, "In flight", '<p class="muted">No job is being processed.</p>')
+    body = []
+    for r in rows:
+        lease = badge("expired") if r.expired else age(r.lease_left)
+        progress = esc(json.dumps(r.progress, ensure_ascii=False)[:200]) if r.progress is not None else ""
+        body.append(f'<tr><td><a href="/jobs/{r.id}">{r.id}</a></td><td>{esc(r.topic)}</td>'
+                    f'<td class="n">{r.attempts}/{r.max_attempts}</td><td>{esc(r.locked_by)}</td>'
+                    f"<td>{when(r.claimed_at)}</td><td class=\"n\">{age(r.running_for)}</td>"
+                    f'<td class="n">{lease}</td><td>{progress}</td>'
+                    f"<td>{action(view, f'/jobs/{r.id}/cancel', 'cancel', 'danger')}</td></tr>")
+    head = ("<tr><th>job</th><th>topic</th><th>attempt</th><th>held by</th><th>claimed</th>"
+            "<th>for</th><th>lease left</th><th>progress</th><th></th></tr>")
+    return page(view, "In flight", f"<table>{head}{''.join(body)}</table>"
+                                   '<p class="muted">The longest held first. A lease that expired '
+                                   "goes back to its topic at the next reap.</p>")
+
+
+def jobs(view: View, rows: Sequence[JobFate], topic_names: Iterable[str], topic: str | None,
+         state: str) -> str:
+    options = ['<option value="">every topic</option>'] + [
+        f'<option value="{esc(t)}"{" selected" if t == topic else ""}>{esc(t)}</option>'
+        for t in topic_names]
+    states = [f'<option value="{v}"{" selected" if v == state else ""}>{label}</option>'
+              for v, label in (("", "dead and failed"), ("dead", "dead"), ("failed", "failed"),
+                               ("canceled", "canceled"))]
+    filters = (f'<form class="filters" method="get" action="/jobs">'
+               f'<label>topic <select name="topic" id="topic">{"".join(options)}</select></label>'
+               f'<label>state <select name="state" id="state">{"".join(states)}</select></label>'
+               f'<button type="submit" id="filter">show</button></form>')
+    if not rows:
+        return page(view, "Dead & failed", filters + '<p class="muted">No job matches.</p>')
+    body = []
+    for j in rows:
+        act = (action(view, f"/jobs/{j.id}/retry", "re-drive", "go") if j.state in ("dead", "canceled")
+               else action(view, f"/jobs/{j.id}/cancel", "cancel", "danger"))
+        body.append(f'<tr id="job-{j.id}"><td><a href="/jobs/{j.id}">{j.id}</a></td><td>{esc(j.topic)}</td>'
+                    f'<td>{badge(j.state)}</td><td class="n">{j.attempts}/{j.max_attempts}</td>'
+                    f"<td>{when(j.updated_at)}</td>"
+                    f'<td class="err">{esc((j.last_error or "-")[:400])}</td><td>{act}</td></tr>')
+    head = ("<tr><th>job</th><th>topic</th><th>state</th><th>attempts</th><th>since</th>"
+            "<th>last error</th><th></th></tr>")
+    return page(view, "Dead & failed", f"{filters}<table>{head}{''.join(body)}</table>"
+                                       '<p class="muted">Newest first, at most 200. Failed jobs wait '
+                                       "for a retry; dead ones used up their attempts.</p>")
+
+
+def job(view: View, j: JobFate) -> str:
+    rows = [("topic", f'<a href="/jobs?topic={q(j.topic)}">{esc(j.topic)}</a>'),
+            ("state", badge(j.state)),
+            ("attempts", f"{j.attempts} of {j.max_attempts}"),
+            ("priority", str(j.priority)),
+            ("idempotency key", esc(j.key) if j.key is not None else "-"),
+            ("created", when(j.created_at)),
+            ("updated", when(j.updated_at))]
+    if j.state in ("pending", "failed"):
+        rows.append(("available at", when(j.available_at)))
+    if j.locked_by:
+        rows += [("held by", esc(j.locked_by)), ("lease until", when(j.locked_until))]
+    facts = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+    acts = []
+    if j.state in ("dead", "canceled"):
+        acts.append(action(view, f"/jobs/{j.id}/retry", "re-drive", "go", "retry"))
+    if j.state in ("pending", "failed", "processing"):
+        acts.append(action(view, f"/jobs/{j.id}/cancel", "cancel", "danger", "cancel"))
+    actions = f'<div class="actions">{"".join(acts)}</div>' if any(acts) else ""
+    parts = [f'<dl id="facts">{facts}</dl>', actions]
+    if j.last_error:
+        parts.append(f'<h2>Last error</h2><pre id="last-error">{esc(j.last_error[:MAX_SHOWN])}</pre>')
+    parts.append(f"<h2>Payload</h2>{pretty(j.payload)}")
+    if j.result is not None:
+        parts.append(f"<h2>Result</h2>{pretty(j.result)}")
+    if j.progress is not None:
+        parts.append(f"<h2>Progress</h2>{pretty(j.progress)}")
+    return page(view, f"Job {j.id}", "".join(parts))
+
+
+def login(view: View, error: str, next_path: str | None) -> str:
+    if not view.can_log_in:
+        return message(view, "Read-only", "This dashboard was started without a token "
+                                          "(--token or BROOQ_DASHBOARD_TOKEN): it has no actions.")
+    err = f'<p class="error" id="login-error">{esc(error)}</p>' if error else ""
+    return page(view, "Log in", f'<form class="login" method="post" action="/login">{err}'
+                                f'<label>the dashboard\'s token<input type="password" name="token" '
+                                f'id="token" autocomplete="current-password" autofocus></label>'
+                                f'<input type="hidden" name="next" value="{esc(next_path or "/")}">'
+                                f'<button type="submit" id="submit">log in</button></form>'
+                                '<p class="muted">The token is checked once; the browser then holds '
+                                "a session cookie for 8 hours (HttpOnly, SameSite=Strict), not the "
+                                "token.</p>")
+
+
+def message(view: View, title: str, text: str) -> str:
+    return page(view, title, f'<p id="message">{esc(text)}</p><p><a href="/">back to the topics</a></p>')

@@ -1,0 +1,389 @@
+"""`brooq dashboard`, run as a real process against a real database: its pages and its
+actions over HTTP, its token and CSRF rules, a read-only database role, and a real
+browser (headless Chromium driven by selenium) that follows a dead job to its page,
+logs in and re-drives it.
+
+The browser test takes the screenshots docs/dashboard.md shows: into a temporary
+directory, or into docs/img/ with BROOQ_WRITE_SCREENSHOTS=1.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from conftest import ROOT, Server
+
+TOKEN = "test-token-0123456789abcdef"
+
+
+@dataclass
+class Dashboard:
+    proc: subprocess.Popen[str]
+    url: str
+
+    @property
+    def host(self) -> str:
+        return urllib.parse.urlsplit(self.url).netloc
+
+    def request(self, method: str, path: str, body: dict[str, str] | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+        conn = http.client.HTTPConnection(self.host, timeout=10)
+        data = urllib.parse.urlencode(body) if body is not None else None
+        hdrs = {"content-type": "application/x-www-form-urlencoded"} if body is not None else {}
+        hdrs.update(headers or {})
+        conn.request(method, path, body=data, headers=hdrs)
+        response = conn.getresponse()
+        text = response.read().decode()
+        conn.close()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, text
+
+    def get(self, path: str, **headers: str) -> tuple[int, str]:
+        status, _, text = self.request("GET", path, headers=headers)
+        return status, text
+
+
+def start_dashboard(dsn: str, *args: str) -> Dashboard:
+    env = {k: v for k, v in os.environ.items() if k != "BROOQ_DASHBOARD_TOKEN"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "brooq.tools", "dashboard", "--dsn", dsn,
+         "--address", "127.0.0.1:0", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    m = re.search(r"on (http://127\.0\.0\.1:\d+)/", line)
+    if m is None:
+        proc.kill()
+        raise AssertionError(f"the dashboard did not start: {line}{proc.stderr.read()}")
+    return Dashboard(proc, m.group(1))
+
+
+@pytest.fixture
+def jobs(db: str) -> dict[str, Any]:
+    """Topics and jobs in every state the pages show: ready, in flight, failed, dead, done."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('email', max_attempts => 3)")
+        conn.execute("select brooq.declare_topic('invoice', max_attempts => 1)")
+        conn.execute("select brooq.pause_topic('email')")
+        conn.execute("select brooq.resume_topic('email')")
+        ids = [r[0] for r in conn.execute(
+            "select id from brooq.enqueue_many('invoice', array(select jsonb_build_object('invoice', i)"
+            " from generate_series(1, 6) as i))")]
+        conn.execute("select brooq.enqueue_many('email', array(select jsonb_build_object('to', i)"
+                     " from generate_series(1, 4) as i))")
+
+        def claim(topic: str, n: int) -> list[tuple[int, int]]:
+            return [(r[0], r[1]) for r in conn.execute(
+                "select id, lease_token from brooq.claim('w-1', array[%s], %s, '5m')", [topic, n])]
+
+        def settle(job: tuple[int, int], outcome: str, error: str | None = None,
+                   result: str | None = None) -> None:
+            conn.execute("select brooq.settle(%s, 'w-1', %s, %s, %s, null, %s::jsonb)",
+                         [job[0], job[1], outcome, error, result])
+
+        claimed = claim("invoice", 6)
+        settle(claimed[0], "failed", "ValueError: <script>alert(1)</script> no such invoice")
+        settle(claimed[1], "failed", "TimeoutError: the printer did not answer")
+        settle(claimed[2], "done", result='{"pages": 3}')
+        settle(claimed[3], "done", result='{"pages": 1}')
+        # claimed[4] and claimed[5] stay in flight
+        email = claim("email", 1)
+        settle(email[0], "failed", "SMTP 451: try again later")
+        # a topic with a history for the chart: jobs finished over the last 15 minutes
+        conn.execute("select brooq.declare_topic('report', max_attempts => 2)")
+        conn.execute("select brooq.enqueue_many('report', array(select jsonb_build_object('n', i)"
+                     " from generate_series(1, 400) as i))")
+        done = claim("report", 400)
+        conn.execute("select brooq.settle_many('w-1', %s, %s, array_fill('done'::text, array[%s]),"
+                     " array_fill(null::text, array[%s]), array_fill(null::interval, array[%s]),"
+                     " array_fill(null::jsonb, array[%s]))",
+                     [[d[0] for d in done], [d[1] for d in done]] + [len(done)] * 4)
+        # as if settled minute after minute (a superuser's shortcut: the table is private)
+        conn.execute("""
+            update brooq.job j
+               set updated_at = now() - make_interval(mins => r.m, secs => r.s),
+                   state = case when j.id % 41 = 0 then 'dead' else j.state end,
+                   last_error = case when j.id % 41 = 0
+                                     then 'KeyError: ''logo'' (template report-' || j.id || ')' end
+              from (select id, abs(hashint4(id::int)) % 14 as m, abs(hashint4(-id::int)) % 20 as s
+                      from brooq.job where topic = 'report') as r
+             where j.id = r.id and abs(hashint4(j.id::int + 7)) % 15 >= r.m / 2""")
+    return {"dead": claimed[0][0], "dead2": claimed[1][0], "done": claimed[2][0],
+            "in_flight": claimed[4][0], "failed": email[0][0], "ids": ids}
+
+
+@pytest.fixture
+def dashboard(db: str, jobs: dict[str, Any]) -> Iterator[Dashboard]:
+    d = start_dashboard(db, "--token", TOKEN)
+    try:
+        yield d
+    finally:
+        d.proc.terminate()
+        d.proc.wait(timeout=10)
+
+
+def state_of(dsn: str, job_id: int) -> str:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("select state from brooq.jobs where id = %s", [job_id]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def csrf_and_cookie(d: Dashboard) -> tuple[str, str]:
+    """Log in over HTTP: the session cookie and the CSRF field of its forms."""
+    status, headers, _ = d.request("POST", "/login", {"token": TOKEN, "next": "/"})
+    assert status == 303
+    cookie = headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    assert TOKEN not in cookie  # the browser holds a session, not the token
+    session = cookie.split(";")[0]
+    page = d.get("/jobs", cookie=session)[1]
+    m = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+    assert m is not None
+    return m.group(1), session
+
+
+def row_of(page: str, row_id: str) -> str:
+    m = re.search(f'<tr id="{row_id}">(.*?)</tr>', page)
+    assert m is not None, f"no row {row_id}"
+    return m.group(1)
+
+
+def bars(row: str) -> tuple[int, int]:
+    """The jobs done and dead over the bars of a topic's chart."""
+    counts = re.findall(r"<title>[^<]*: (\d+) done, (\d+) dead</title>", row)
+    assert len(counts) == 15
+    return sum(int(d) for d, _ in counts), sum(int(x) for _, x in counts)
+
+
+def test_pages_render_from_the_views(dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
+    status, text = dashboard.get("/")
+    assert status == 200
+    assert 'id="topic-invoice"' in text and 'id="topic-email"' in text
+    assert bars(row_of(text, "topic-invoice")) == (2, 2)  # done, dead over the 15 bars
+    # a complete minute is read once, then kept by the dashboard (docs/dashboard.md): a
+    # job moved 10 minutes back is no longer counted where it was, nor where it went
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("update brooq.job set updated_at = updated_at - interval '10 minutes' "
+                     "where id = %s", [jobs["done"]])
+    assert bars(row_of(dashboard.get("/")[1], "topic-invoice")) == (1, 2)
+    status, text = dashboard.get("/in-flight")
+    assert status == 200 and f'href="/jobs/{jobs["in_flight"]}"' in text and "w-1" in text
+    status, text = dashboard.get("/jobs")
+    assert status == 200
+    assert f'id="job-{jobs["dead"]}"' in text and f'id="job-{jobs["failed"]}"' in text
+    assert f'id="job-{jobs["done"]}"' not in text
+    # the error is shown, escaped: no markup from the database reaches the page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "<script>" not in text
+    text = dashboard.get("/jobs?topic=email")[1]
+    assert f'id="job-{jobs["failed"]}"' in text and f'id="job-{jobs["dead"]}"' not in text
+    text = dashboard.get("/jobs?state=dead&topic=invoice")[1]
+    assert f'id="job-{jobs["dead"]}"' in text and f'id="job-{jobs["failed"]}"' not in text
+    status, text = dashboard.get(f"/jobs/{jobs['done']}")
+    assert status == 200 and "&quot;pages&quot;: 3" in text and "s-done" in text
+    assert dashboard.get("/jobs/999999999")[0] == 404
+    assert dashboard.get("/jobs?state=bogus")[0] == 400
+    status, headers, _ = dashboard.request("GET", "/")
+    assert "script-src" not in headers["content-security-policy"]  # no script at all
+    assert headers["x-content-type-options"] == "nosniff"
+    assert dashboard.get("/healthz") == (200, "ok\n")
+
+
+def test_actions_need_the_token_and_a_form_of_this_dashboard(
+        dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
+    dead = jobs["dead"]
+    # read-only without the token: no forms on the pages, every action refused
+    assert "re-drive" not in dashboard.get("/jobs")[1]
+    assert dashboard.request("POST", f"/jobs/{jobs['failed']}/cancel", {})[0] == 403
+    assert dashboard.request("POST", "/topics/email/pause", {})[0] == 403
+    assert dashboard.request("POST", f"/jobs/{jobs['failed']}/cancel", {},
+                             {"authorization": "Bearer not-the-token-at-all"})[0] == 403
+    status, _, text = dashboard.request("POST", "/login", {"token": "wrong-token-xxxxxxxx"})
+    assert status == 403 and "not the dashboard" in text
+    assert state_of(db, jobs["failed"]) == "failed"
+    csrf, session = csrf_and_cookie(dashboard)
+    # a logged-in browser: the CSRF field is required, and so is this dashboard's origin
+    assert dashboard.request("POST", f"/jobs/{jobs['failed']}/cancel", {"csrf": "0" * 64},
+                             {"cookie": session})[0] == 403
+    assert dashboard.request("POST", f"/jobs/{jobs['failed']}/cancel", {"csrf": csrf},
+                             {"cookie": session, "origin": "http://evil.example"})[0] == 403
+    assert state_of(db, jobs["failed"]) == "failed"
+    status, headers, _ = dashboard.request(
+        "POST", f"/jobs/{jobs['failed']}/cancel", {"csrf": csrf, "next": "/jobs?topic=email"},
+        {"cookie": session, "origin": dashboard.url})
+    assert status == 303 and headers["location"] == "/jobs?topic=email&did=canceled"
+    assert state_of(db, jobs["failed"]) == "canceled"
+    # never redirected off the dashboard
+    status, headers, _ = dashboard.request(
+        "POST", "/topics/email/pause", {"csrf": csrf, "next": "//evil.example/"}, {"cookie": session})
+    assert status == 303 and headers["location"] == "/?did=paused"
+    assert "s-paused" in dashboard.get("/")[1]
+    # a script: the bearer token, no cookie, no CSRF field
+    status, headers, _ = dashboard.request("POST", "/topics/email/resume", {},
+                                           {"authorization": f"Bearer {TOKEN}"})
+    assert status == 303 and headers["location"] == "/?did=resumed"
+    status, headers, _ = dashboard.request("POST", "/topics/email/resume", {},
+                                           {"authorization": f"Bearer {TOKEN}"})
+    assert headers["location"] == "/?did=not-resumed"
+    status, headers, _ = dashboard.request("POST", f"/jobs/{dead}/retry", {},
+                                           {"authorization": f"Bearer {TOKEN}"})
+    assert status == 303 and headers["location"] == f"/jobs/{dead}?did=retried"
+    assert state_of(db, dead) == "pending"
+    status, headers, _ = dashboard.request("POST", f"/jobs/{dead}/retry", {},
+                                           {"authorization": f"Bearer {TOKEN}"})
+    assert headers["location"] == f"/jobs/{dead}?did=not-retried"  # pending: nothing to re-drive
+    # logging out ends the session in this browser
+    status, headers, _ = dashboard.request("POST", "/logout", {}, {"cookie": session})
+    assert status == 303 and "brooq_session=" in headers["set-cookie"]
+
+
+def test_a_dashboard_without_a_token_is_read_only(db: str, jobs: dict[str, Any]) -> None:
+    d = start_dashboard(db)
+    try:
+        assert "read-only" in d.get("/")[1] and "/login" not in d.get("/")[1]
+        status, _, text = d.request("POST", f"/jobs/{jobs['dead']}/retry", {},
+                                    {"authorization": f"Bearer {TOKEN}"})
+        assert status == 403 and "without a token" in text
+        assert d.request("POST", "/login", {"token": TOKEN})[0] == 403
+    finally:
+        d.proc.terminate()
+        d.proc.wait(timeout=10)
+    assert state_of(db, jobs["dead"]) == "dead"
+
+
+def test_the_documented_read_only_role_sees_every_page(
+        server: Server, db: str, jobs: dict[str, Any]) -> None:
+    """docs/dashboard.md, "Its database role": the grants of a read-only dashboard."""
+    dbname = psycopg.conninfo.conninfo_to_dict(db)["dbname"]
+    role = f"dash_ro_{dbname[-12:]}"
+    doc = (ROOT / "docs" / "dashboard.md").read_text()
+    grants = re.search(r"```sql\n(create role brooq_dashboard.*?)```", doc, re.DOTALL)
+    assert grants is not None, "docs/dashboard.md lost its grants"
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute(grants.group(1).replace("brooq_dashboard", role))  # type: ignore[call-overload]
+    try:
+        ro_dsn = psycopg.conninfo.make_conninfo(db, user=role)
+        d = start_dashboard(ro_dsn, "--token", TOKEN)
+        try:
+            for path in ("/", "/in-flight", "/jobs", f"/jobs/{jobs['dead']}", "/healthz"):
+                assert d.get(path)[0] == 200, path
+            status, _, text = d.request("POST", f"/jobs/{jobs['failed']}/cancel", {},
+                                        {"authorization": f"Bearer {TOKEN}"})
+            assert status == 403 and "brooq_admin" in text  # the database refuses
+        finally:
+            d.proc.terminate()
+            d.proc.wait(timeout=10)
+        # without those grants: every page is refused, saying what it needs
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(f"revoke select on brooq.topic_stats from {role}")  # type: ignore[call-overload]
+        d = start_dashboard(ro_dsn)
+        try:
+            status, text = d.get("/")
+            assert status == 403 and "Its database role" in text
+        finally:
+            d.proc.terminate()
+            d.proc.wait(timeout=10)
+    finally:
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(f"drop owned by {role}")  # type: ignore[call-overload]
+        server.execute(f"drop role {role}")
+    assert state_of(db, jobs["failed"]) == "failed"
+
+
+def test_brooq_dashboard_refuses_a_public_address_and_a_short_token(db: str) -> None:
+    for args, message in ((["--address", "0.0.0.0:0"], "not a loopback address"),
+                          (["--token", "short"], "16 or more"),
+                          (["--dsn", "postgresql://postgres@127.0.0.1:1/x"], "cannot connect")):
+        done = subprocess.run([sys.executable, "-m", "brooq.tools", "dashboard", "--dsn", db, *args],
+                              capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+# --- the browser ----------------------------------------------------------------------
+
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    if CHROMIUM is None or DRIVER is None:
+        pytest.skip("chromium and chromium-driver are not installed (.ci/bootstrap installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1360,860", "--hide-scrollbars", "--force-device-scale-factor=1"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.set_page_load_timeout(20)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def at(browser: Any, ending: str) -> None:
+    """Wait until the browser's page is the one at a URL ending so (a click navigates later)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 10).until(lambda b: b.current_url.endswith(ending),
+                                     f"the browser to reach ...{ending}")
+
+
+@pytest.mark.slow
+def test_in_a_browser_follow_a_dead_job_log_in_and_re_drive_it(
+        browser: Any, dashboard: Dashboard, db: str, jobs: dict[str, Any], tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    shots = ROOT / "docs" / "img" if os.environ.get("BROOQ_WRITE_SCREENSHOTS") else tmp_path
+    shots.mkdir(exist_ok=True)
+    dead = jobs["dead"]
+    browser.get(dashboard.url + "/")
+    assert browser.find_element(By.ID, "topic-invoice").is_displayed()
+    browser.save_screenshot(str(shots / "dashboard-topics.png"))
+    # the topic's dead and failed jobs, then the dead job's page
+    browser.find_element(By.LINK_TEXT, "invoice").click()
+    at(browser, "/jobs?topic=invoice")
+    browser.find_element(By.LINK_TEXT, str(dead)).click()
+    at(browser, f"/jobs/{dead}")
+    assert "dead" in browser.find_element(By.ID, "facts").text
+    assert "no such invoice" in browser.find_element(By.ID, "last-error").text
+    assert not browser.find_elements(By.ID, "retry")  # read-only: no action
+    # log in: back on the job's page, now with its action
+    browser.find_element(By.ID, "login").click()
+    browser.find_element(By.ID, "token").send_keys(TOKEN)
+    browser.find_element(By.ID, "submit").click()
+    at(browser, f"/jobs/{dead}?did=login")
+    cookie = browser.get_cookie("brooq_session")
+    assert cookie is not None and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    browser.save_screenshot(str(shots / "dashboard-job.png"))
+    browser.find_element(By.LINK_TEXT, "Dead & failed").click()
+    at(browser, "/jobs")
+    assert browser.find_elements(By.CSS_SELECTOR, f'#job-{jobs["dead2"]} button')  # admin: actions
+    browser.save_screenshot(str(shots / "dashboard-dead.png"))
+    browser.get(dashboard.url + f"/jobs/{dead}")
+    browser.find_element(By.ID, "retry").click()
+    at(browser, f"/jobs/{dead}?did=retried")
+    assert "pending again" in browser.find_element(By.ID, "flash").text
+    assert state_of(db, dead) == "pending"
+    # the browser's own request without the session: refused
+    browser.delete_all_cookies()
+    browser.get(dashboard.url + f"/jobs/{jobs['dead2']}")
+    assert not browser.find_elements(By.ID, "retry")
+    status, _, _ = dashboard.request("POST", f"/jobs/{jobs['dead2']}/retry", {})
+    assert status == 403 and state_of(db, jobs["dead2"]) == "dead"
+    for name in ("dashboard-topics.png", "dashboard-job.png", "dashboard-dead.png"):
+        assert (shots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
