@@ -13,6 +13,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -335,7 +336,7 @@ def test_a_worker_drains_every_partition_while_one_is_down(server: Server, templ
 def test_the_python_helpers_work_against_the_router(router: psycopg.Connection[Any]) -> None:
     import brooq
 
-    brooq.declare_topic(router, "py", max_attempts=2)
+    brooq.declare_topic(router, "py", max_attempts=2, max_execution=timedelta(hours=1))
     one = brooq.enqueue(router, "py", {"a": 1}, key="k-py")
     assert one.created and brooq.enqueue(router, "py", {"a": 2}, key="k-py") == (one.id, False)
     many = brooq.enqueue_many(router, "py", [{"n": i} for i in range(8)])
@@ -345,3 +346,16 @@ def test_the_python_helpers_work_against_the_router(router: psycopg.Connection[A
     assert (py.pending, py.paused) == (8, False)  # 9 enqueued, 1 canceled
     with pytest.raises(brooq.UnknownTopic):
         brooq.enqueue(router, "missing", {})
+
+
+def test_an_ordered_group_stays_on_one_partition(four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    one = [router.execute("select id from brooq.enqueue('mail', '{}', group_key => 'g-1')").fetchone()[0]
+           for _ in range(6)]
+    rows = router.execute("select id from brooq.enqueue_many('mail', %s::jsonb[], group_keys => %s)",
+                          (["{}"] * 8, ["g-1", "g-2"] * 4)).fetchall()
+    assert len({i >> STRIDE for i in one + [r[0] for r in rows[::2]]}) == 1  # group g-1: one partition
+    assert len({r[0] >> STRIDE for r in rows[1::2]}) == 1  # group g-2: one partition
+    (group,), = router.execute("select group_key from brooq.job_fate(%s)", (one[0],)).fetchall()
+    assert group == "g-1"
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        router.execute("select brooq.enqueue_many('mail', array['{}']::jsonb[], group_keys => array['a', 'b'])")

@@ -115,27 +115,31 @@ $$;
 comment on function brooq_proxy.partition_of(bigint) is
 'The partition number encoded in a job id (id >> 48): the partition that holds the job.';
 
--- Where a new job goes: a hash of (topic, key) when there is a key, so that the
--- same key always meets its first job on the same partition; a random partition
--- otherwise ('' is no key, as in brooq.enqueue). Topic names cannot hold a newline.
-create function brooq_proxy.route(topic text, idempotency_key text)
+-- Where a new job goes: a hash of (topic, group) when the job is in an ordered
+-- group, so that a group's jobs stay on one partition and keep their order; else a
+-- hash of (topic, key) when there is an idempotency key, so that the same key always
+-- meets its first job on the same partition; a random partition otherwise ('' is no
+-- key and no group, as in brooq.enqueue). Topic names cannot hold a newline.
+create function brooq_proxy.route(topic text, idempotency_key text, group_key text)
 returns integer
 language sql
 volatile
 parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
-    select case when route.idempotency_key is null or route.idempotency_key = ''
-                then pg_catalog.floor(pg_catalog.random() * 2147483647)::integer
-                else pg_catalog.hashtext(coalesce(route.topic, '') || E'\n' || route.idempotency_key)
+    select case when route.group_key is not null and route.group_key <> ''
+                then pg_catalog.hashtext(coalesce(route.topic, '') || E'\n' || route.group_key)
+                when route.idempotency_key is not null and route.idempotency_key <> ''
+                then pg_catalog.hashtext(coalesce(route.topic, '') || E'\n' || route.idempotency_key)
+                else pg_catalog.floor(pg_catalog.random() * 2147483647)::integer
            end;
 $$;
-comment on function brooq_proxy.route(text, text) is
-'The hash that routes a new job: hashtext(topic, key) with a key, random without one.';
+comment on function brooq_proxy.route(text, text, text) is
+'The hash that routes a new job: hashtext(topic, group) in a group, hashtext(topic, key) with a key, random otherwise.';
 
 revoke all on function brooq_proxy.partition_of(bigint) from public;
-revoke all on function brooq_proxy.route(text, text) from public;
-grant execute on function brooq_proxy.partition_of(bigint), brooq_proxy.route(text, text)
+revoke all on function brooq_proxy.route(text, text, text) from public;
+grant execute on function brooq_proxy.partition_of(bigint), brooq_proxy.route(text, text, text)
    to brooq_producer, brooq_worker, brooq_admin;
 
 -- On a new partition: start its job ids at base + 1, after checking that no job

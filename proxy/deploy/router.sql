@@ -44,7 +44,8 @@ create type brooq.topic as (
     max_lease_losses  integer,
     max_in_flight     integer,
     rate              integer,
-    per               interval
+    per               interval,
+    max_execution     interval
 );
 comment on type brooq.topic is 'A topic''s settings, as brooq.declare_topic returns them.';
 
@@ -65,26 +66,28 @@ create type brooq.job_fate as (
     locked_until    timestamptz,
     last_error      text,
     result          jsonb,
-    progress        jsonb
+    progress        jsonb,
+    group_key       text
 );
 comment on type brooq.job_fate is 'A job and its outcome, as the view brooq.jobs of its partition shows it.';
 
--- enqueue: one partition, chosen by brooq_proxy.route(topic, idempotency_key).
+-- enqueue: one partition, chosen by brooq_proxy.route(topic, idempotency_key, group_key).
 create function brooq.enqueue(
     topic text,
     payload jsonb default '{}',
     idempotency_key text default null,
     available_at timestamptz default null,
     priority integer default 0,
-    delay interval default null)
+    delay interval default null,
+    group_key text default null)
 returns setof brooq.enqueued
 language plproxy
 as $$
     cluster 'brooq';
-    run on brooq_proxy.route(topic, idempotency_key);
+    run on brooq_proxy.route(topic, idempotency_key, group_key);
 $$;
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) is
-'Router: enqueues on the partition of hash(topic, key), or on a random one without a key.';
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) is
+'Router: enqueues on the partition of hash(topic, group) or hash(topic, key), or on a random one without either.';
 
 -- enqueue_many: the batch split by partition, one call per partition, in
 -- parallel; the answer put back in input order by the ordinals sent along.
@@ -97,6 +100,7 @@ create function brooq_proxy._enqueue_many_split(
     available_at timestamptz,
     priority integer,
     delay interval,
+    group_keys text[],
     out ordinal integer,
     out id bigint,
     out created boolean)
@@ -104,14 +108,15 @@ returns setof record
 language plproxy
 as $$
     cluster 'brooq';
-    split payloads, idempotency_keys, ordinals, routes;
+    split payloads, idempotency_keys, ordinals, routes, group_keys;
     run on routes;
     select o.ord as ordinal, e.id as id, e.created as created
-      from brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay)
+      from brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
+                              group_keys)
            with ordinality as e(id, created, n)
       join pg_catalog.unnest(ordinals) with ordinality as o(ord, n) on o.n = e.n;
 $$;
-comment on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval) is
+comment on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[]) is
 'Private to the router''s brooq.enqueue_many: the batch split by partition.';
 
 -- The whole batch to one partition, unsplit: used for the arguments a partition
@@ -122,7 +127,8 @@ create function brooq_proxy._enqueue_many_any(
     idempotency_keys text[],
     available_at timestamptz,
     priority integer,
-    delay interval)
+    delay interval,
+    group_keys text[])
 returns setof brooq.enqueued
 language plproxy
 as $$
@@ -130,7 +136,7 @@ as $$
     run on any;
     target brooq.enqueue_many;
 $$;
-comment on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval) is
+comment on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[]) is
 'Private to the router''s brooq.enqueue_many: the whole call to one partition, for its errors.';
 
 create function brooq.enqueue_many(
@@ -139,7 +145,8 @@ create function brooq.enqueue_many(
     idempotency_keys text[] default null,
     available_at timestamptz default null,
     priority integer default 0,
-    delay interval default null)
+    delay interval default null,
+    group_keys text[] default null)
 returns setof brooq.enqueued
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -147,17 +154,22 @@ as $$
 declare
     v_n integer := coalesce(cardinality(enqueue_many.payloads), 0);
     v_keys text[];
+    v_groups text[];
     v_ordinals integer[];
     v_routes integer[];
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null
         or array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1
         or v_n > 10000 or array_position(enqueue_many.payloads, null) is not null
+        or array_ndims(enqueue_many.group_keys) > 1
         or (enqueue_many.idempotency_keys is not null
-            and cardinality(enqueue_many.idempotency_keys) <> v_n) then
+            and cardinality(enqueue_many.idempotency_keys) <> v_n)
+        or (enqueue_many.group_keys is not null
+            and cardinality(enqueue_many.group_keys) <> v_n) then
         return query select * from brooq_proxy._enqueue_many_any(
             enqueue_many.topic, enqueue_many.payloads, enqueue_many.idempotency_keys,
-            enqueue_many.available_at, enqueue_many.priority, enqueue_many.delay);
+            enqueue_many.available_at, enqueue_many.priority, enqueue_many.delay,
+            enqueue_many.group_keys);
         return;
     end if;
     if v_n = 0 then
@@ -166,20 +178,21 @@ begin
     -- The routes computed here in one statement: PL/Proxy would otherwise run a
     -- query per element to evaluate RUN ON (a third of the throughput).
     v_keys := coalesce(enqueue_many.idempotency_keys, array_fill(null::text, array[v_n]));
+    v_groups := coalesce(enqueue_many.group_keys, array_fill(null::text, array[v_n]));
     select array_agg(k.ord::integer order by k.ord),
-           array_agg(brooq_proxy.route(enqueue_many.topic, k.key) order by k.ord)
+           array_agg(brooq_proxy.route(enqueue_many.topic, k.key, k.grp) order by k.ord)
       into v_ordinals, v_routes
-      from unnest(v_keys) with ordinality as k(key, ord);
+      from unnest(v_keys, v_groups) with ordinality as k(key, grp, ord);
     return query
     select s.id, s.created
       from brooq_proxy._enqueue_many_split(
                enqueue_many.topic, enqueue_many.payloads, v_keys, v_ordinals, v_routes,
-               enqueue_many.available_at, enqueue_many.priority, enqueue_many.delay) as s
+               enqueue_many.available_at, enqueue_many.priority, enqueue_many.delay, v_groups) as s
      order by s.ordinal;
 end
 $$;
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) is
-'Router: splits the batch by partition (hash of topic and key, random without a key) and answers in input order.';
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) is
+'Router: splits the batch by partition (hash of topic and group or key, random without either) and answers in input order.';
 
 -- declare_topic: on every partition (an upsert, so a partial failure is retried
 -- by calling it again); returns the topic as partition 0 has it.
@@ -195,7 +208,8 @@ create function brooq_proxy._declare_topic_all(
     max_lease_losses integer,
     max_in_flight integer,
     rate integer,
-    per interval)
+    per interval,
+    max_execution interval)
 returns setof brooq.topic
 language plproxy
 as $$
@@ -203,12 +217,12 @@ as $$
     run on all;
     select t.name, t.max_attempts, t.backoff_base, t.backoff_max, t.retention,
            t.max_payload_bytes, t.notify, t.paused, t.created_at, t.updated_at,
-           t.max_lease, t.max_lease_losses, t.max_in_flight, t.rate, t.per
+           t.max_lease, t.max_lease_losses, t.max_in_flight, t.rate, t.per, t.max_execution
       from brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
                                max_payload_bytes, notify, max_lease, max_lease_losses,
-                               max_in_flight, rate, per) as t;
+                               max_in_flight, rate, per, max_execution) as t;
 $$;
-comment on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) is
+comment on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) is
 'Private to the router''s brooq.declare_topic: the call on every partition.';
 
 create function brooq.declare_topic(
@@ -223,7 +237,8 @@ create function brooq.declare_topic(
     max_lease_losses integer default 5,
     max_in_flight integer default null,
     rate integer default null,
-    per interval default null)
+    per interval default null,
+    max_execution interval default null)
 returns brooq.topic
 language sql
 set search_path = pg_catalog, pg_temp
@@ -232,10 +247,11 @@ as $$
         declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
         declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
         declare_topic.notify, declare_topic.max_lease, declare_topic.max_lease_losses,
-        declare_topic.max_in_flight, declare_topic.rate, declare_topic.per)
+        declare_topic.max_in_flight, declare_topic.rate, declare_topic.per,
+        declare_topic.max_execution)
     limit 1;
 $$;
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) is
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) is
 'Router: declares or updates the topic on every partition. max_in_flight and rate hold per partition.';
 
 -- pause_topic / resume_topic: on every partition; true when any changed.
@@ -300,7 +316,7 @@ as $$
     run on brooq_proxy.partition_of(job_id);
     select j.id, j.topic, j.state::text as state, j.attempts, j.max_attempts, j.priority,
            j.payload, j.idempotency_key, j.available_at, j.created_at, j.updated_at,
-           j.locked_by, j.locked_until, j.last_error, j.result, j.progress
+           j.locked_by, j.locked_until, j.last_error, j.result, j.progress, j.group_key
       from brooq.jobs j
      where j.id = job_id;
 $$;
@@ -323,7 +339,9 @@ create function brooq_proxy.partition_topic_stats(
     out rate integer,
     out per interval,
     out held_by_in_flight bigint,
-    out held_by_rate bigint)
+    out held_by_rate bigint,
+    out max_execution interval,
+    out held_by_group bigint)
 returns setof record
 language plproxy
 as $$
@@ -332,7 +350,8 @@ as $$
     select (select pg_catalog.max(j.id) from brooq.jobs j) >> 48 as partition_id,
            s.topic, s.paused, s.pending, s.failed, s.ready, s.scheduled, s.processing, s.expired,
            s.oldest_ready_age, s.max_in_flight, s.rate, s.per,
-           s.held_by_in_flight::bigint as held_by_in_flight, s.held_by_rate::bigint as held_by_rate
+           s.held_by_in_flight::bigint as held_by_in_flight, s.held_by_rate::bigint as held_by_rate,
+           s.max_execution, s.held_by_group::bigint as held_by_group
       from brooq.topic_stats s;
 $$;
 comment on function brooq_proxy.partition_topic_stats() is
@@ -353,31 +372,33 @@ select s.topic,
        pg_catalog.max(s.per) as per,
        pg_catalog.sum(s.held_by_in_flight)::bigint as held_by_in_flight,
        pg_catalog.sum(s.held_by_rate)::bigint as held_by_rate,
+       pg_catalog.max(s.max_execution) as max_execution,
+       pg_catalog.sum(s.held_by_group)::bigint as held_by_group,
        pg_catalog.count(*)::integer as partitions
   from brooq_proxy.partition_topic_stats() as s
  group by s.topic;
 comment on view brooq.topic_stats is
 'Router: brooq.topic_stats summed over every partition (paused when paused on any; the flow limits are per partition).';
 
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) from public;
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) from public;
-revoke all on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval) from public;
-revoke all on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval),
-                          brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval),
-                          brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval),
-                          brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval)
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) from public;
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) from public;
+revoke all on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[]) from public;
+revoke all on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[]) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text),
+                          brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]),
+                          brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[]),
+                          brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[])
    to brooq_producer;
 
-revoke all on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) from public;
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval) from public;
+revoke all on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) from public;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) from public;
 revoke all on function brooq_proxy._set_paused_all(text, boolean) from public;
 revoke all on function brooq.pause_topic(text) from public;
 revoke all on function brooq.resume_topic(text) from public;
 revoke all on function brooq.cancel(bigint) from public;
 revoke all on function brooq.retry(bigint) from public;
-grant execute on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval),
-                          brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval),
+grant execute on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval),
+                          brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval),
                           brooq_proxy._set_paused_all(text, boolean),
                           brooq.pause_topic(text), brooq.resume_topic(text),
                           brooq.cancel(bigint), brooq.retry(bigint)

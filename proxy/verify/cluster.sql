@@ -9,7 +9,7 @@ select 'plproxy.get_cluster_version(text)'::regprocedure,
        'plproxy.get_cluster_partitions(text)'::regprocedure,
        'plproxy.get_cluster_config(text)'::regprocedure,
        'brooq_proxy.partition_of(bigint)'::regprocedure,
-       'brooq_proxy.route(text, text)'::regprocedure,
+       'brooq_proxy.route(text, text, text)'::regprocedure,
        'brooq_proxy.add_partition(text)'::regprocedure;
 select 1 / (brooq_proxy.partition_of((3::bigint << 48) + 5) = 3)::int;
 
