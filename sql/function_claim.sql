@@ -50,7 +50,8 @@
 --   lease     how long the jobs are held without a heartbeat; > 0, no negative
 --             part, at most the max_lease of every topic named (default 1 hour)
 --
--- Returns: the claimed jobs (zero rows when nothing is ready), in no set order.
+-- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
+-- with the trace context it was enqueued under (trace_context, NULL: none).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
@@ -217,7 +218,7 @@ begin
           from ready
          where j.id = ready.id
         returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                  j.lease_token, j.locked_until, j.created_at;
+                  j.lease_token, j.locked_until, j.created_at, j.trace_context;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -283,7 +284,7 @@ begin
               from ready
              where j.id = ready.id
             returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                      j.lease_token, j.locked_until, j.created_at
+                      j.lease_token, j.locked_until, j.created_at, j.trace_context
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)

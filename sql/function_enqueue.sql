@@ -1,4 +1,5 @@
--- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay)
+-- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay,
+--               trace_context)
 --   -> setof brooq.enqueued (exactly one row)
 --
 -- Inserts one job in the caller's transaction: your own writes and the job
@@ -13,6 +14,10 @@
 --   available_at     not claimable before this instant (default: now)
 --   priority         higher is claimed first (default 0)
 --   delay            not claimable before now + delay (exclusive with available_at)
+--   trace_context    the W3C trace context to carry in the job, beside the payload:
+--                    {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally
+--                    "tracestate" (at most 512 characters); claim hands it to the
+--                    worker. NULL or '{}' = none (see brooq._trace_context)
 --
 -- Returns: (id, created). A repeated key returns the existing job's id with
 -- created = false and writes nothing, also when the first enqueue is concurrent.
@@ -29,17 +34,22 @@
 --   22023 invalid_parameter_value   key longer than 255 characters; available_at
 --                                   not finite or from 9999-12-31 on; delay negative
 --                                   or over 100 years; both available_at and delay
---                                   given; brooq.key_wait not a duration
+--                                   given; brooq.key_wait not a duration; a
+--                                   trace_context that is not a W3C trace context
 --   55P03 lock_not_available        another transaction's enqueue of the same key
 --                                   stayed uncommitted longer than brooq.key_wait
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error).
+-- 0.1.0's signature had no trace_context: drop it, or create would add an overload.
+drop function if exists brooq.enqueue(text, jsonb, text, timestamptz, integer, interval);
+
 create or replace function brooq.enqueue(
     topic text,
     payload jsonb default '{}',
     idempotency_key text default null,
     available_at timestamptz default null,
     priority integer default 0,
-    delay interval default null)
+    delay interval default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -55,6 +65,7 @@ declare
     v_notify boolean;
     v_id bigint;
     v_lock_timeout text;
+    v_trace jsonb := brooq._trace_context(enqueue.trace_context, 'brooq.enqueue');
 begin
     if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
         raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
@@ -91,9 +102,9 @@ begin
 
     loop
         insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at)
+                               available_at, created_at, updated_at, trace_context)
         values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
-                v_at, v_now, v_now)
+                v_at, v_now, v_now, v_trace)
         on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
         returning id into v_id;
         exit when v_id is not null;
@@ -120,8 +131,8 @@ begin
 end
 $$;
 
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) is
-'Enqueue one job in the caller''s transaction; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, time or delay, 55P03 the key held by an uncommitted transaction longer than brooq.key_wait.';
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, jsonb) is
+'Enqueue one job in the caller''s transaction; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, time, delay or trace_context, 55P03 the key held by an uncommitted transaction longer than brooq.key_wait.';
 
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) to brooq_producer;
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, jsonb) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, jsonb) to brooq_producer;

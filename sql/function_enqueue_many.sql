@@ -1,4 +1,5 @@
--- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay)
+-- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
+--                    trace_context)
 --   -> setof brooq.enqueued, one row per payload, in input order
 --
 -- The bulk path: enqueues many jobs of one topic in one call, in the caller's
@@ -12,7 +13,8 @@
 --                     '' elements = no key. A key repeated inside the batch gives
 --                     every occurrence the first one's id (created = false after
 --                     the first).
---   available_at, priority, delay   as in brooq.enqueue, for every job
+--   available_at, priority, delay, trace_context   as in brooq.enqueue, for every
+--                     job (one trace context for the batch: one producer span)
 --
 -- Returns: (id, created) per payload, in input order. When a key's old job is
 -- purged while the call runs, the job is inserted after all, as brooq.enqueue
@@ -26,17 +28,22 @@
 --                                  (its index is named)
 --   22023 invalid_parameter_value  an array of more than one dimension; keys array
 --                                  of another length; a key too long; bad
---                                  available_at or delay; brooq.key_wait not a duration
+--                                  available_at or delay; brooq.key_wait not a duration;
+--                                  a trace_context that is not a W3C trace context
 --   55P03 lock_not_available       a key held by an uncommitted transaction longer
 --                                  than brooq.key_wait
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; on error none.
+-- 0.1.0's signature had no trace_context: drop it, or create would add an overload.
+drop function if exists brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval);
+
 create or replace function brooq.enqueue_many(
     topic text,
     payloads jsonb[],
     idempotency_keys text[] default null,
     available_at timestamptz default null,
     priority integer default 0,
-    delay interval default null)
+    delay interval default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -56,6 +63,7 @@ declare
     v_out bigint[];
     v_new boolean[];
     v_lock_timeout text;
+    v_trace jsonb := brooq._trace_context(enqueue_many.trace_context, 'brooq.enqueue_many');
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -126,9 +134,9 @@ begin
         -- insert, without ON CONFLICT's speculative insertion of every row (about
         -- 15% of a batch's time) and without reading the ids back.
         insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at)
+                               available_at, created_at, updated_at, trace_context)
         select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-               null, v_at, v_now, v_now
+               null, v_at, v_now, v_now, v_trace
           from unnest(v_ids, enqueue_many.payloads) as u(id, payload);
         v_created := v_ids;
         v_out := v_ids;
@@ -139,9 +147,9 @@ begin
         perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
         with inserted as (
             insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                   available_at, created_at, updated_at)
+                                   available_at, created_at, updated_at, trace_context)
             select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                   nullif(u.key, ''), v_at, v_now, v_now
+                   nullif(u.key, ''), v_at, v_now, v_now, v_trace
               from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
              -- In key order, so that concurrent batches with overlapping keys wait for
              -- each other in one order and cannot deadlock; a key repeated in the
@@ -166,9 +174,9 @@ begin
             -- jobs now and read again, as brooq.enqueue does.
             with inserted as (
                 insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                       available_at, created_at, updated_at)
+                                       available_at, created_at, updated_at, trace_context)
                 select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                       nullif(u.key, ''), v_at, v_now, v_now
+                       nullif(u.key, ''), v_at, v_now, v_now, v_trace
                   from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out)
                        as u(id, payload, key, got)
                  where u.got is null
@@ -193,8 +201,8 @@ begin
 end
 $$;
 
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) is
-'Enqueue many jobs of one topic in one call; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension), 55P03 (a key held too long, as enqueue).';
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, jsonb) is
+'Enqueue many jobs of one topic in one call; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension; a bad trace_context), 55P03 (a key held too long, as enqueue).';
 
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) from public;
-grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) to brooq_producer;
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, jsonb) from public;
+grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, jsonb) to brooq_producer;

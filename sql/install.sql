@@ -176,6 +176,9 @@ create table brooq.job (
     lease_losses    integer         not null default 0,
     -- what the running handler last reported (table_job_add_progress)
     progress        jsonb,
+    -- the W3C trace context the job was enqueued under, NULL: none; beside the
+    -- payload, never inside it (table_job_add_trace_context)
+    trace_context   jsonb,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)
@@ -239,7 +242,8 @@ create type brooq.enqueued as (
 );
 
 -- brooq.claim: a job now held by the caller. attempt counts this claim;
--- lease_token must be handed back to settle and heartbeat.
+-- lease_token must be handed back to settle and heartbeat. trace_context: the W3C
+-- trace context the job was enqueued under (types_claimed_job_add_trace_context).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -249,7 +253,8 @@ create type brooq.claimed_job as (
     priority     integer,
     lease_token  bigint,
     locked_until timestamptz,
-    created_at   timestamptz
+    created_at   timestamptz,
+    trace_context jsonb
 );
 
 -- brooq.settle_many: the state a settled job was left in.
@@ -1026,339 +1031,6 @@ comment on function brooq._available_at(timestamptz, timestamptz, interval) is
 
 revoke all on function brooq._available_at(timestamptz, timestamptz, interval) from public;
 
--- change function_enqueue
-
--- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay)
---   -> setof brooq.enqueued (exactly one row)
---
--- Inserts one job in the caller's transaction: your own writes and the job
--- commit or roll back together.
---
--- Parameters:
---   topic            a declared topic
---   payload          opaque JSON; the queue never looks inside; at most the
---                    topic's max_payload_bytes (bytes of its JSON text)
---   idempotency_key  at most one job per (topic, key) while the row lives,
---                    terminal states included; NULL or '' = no key
---   available_at     not claimable before this instant (default: now)
---   priority         higher is claimed first (default 0)
---   delay            not claimable before now + delay (exclusive with available_at)
---
--- Returns: (id, created). A repeated key returns the existing job's id with
--- created = false and writes nothing, also when the first enqueue is concurrent.
--- While another transaction holds an uncommitted enqueue of the same (topic, key),
--- this one waits for it to end, at most brooq.key_wait (a setting, default 5s;
--- '0' waits without bound), then fails with 55P03.
--- Wakes workers with NOTIFY brooq, payload = topic (PostgreSQL folds repeats within
--- one transaction), unless the topic was declared with notify => false or the job
--- is not ready yet.
--- Errors:
---   22004 null_value_not_allowed    topic, payload or priority is NULL
---   42704 undefined_object          the topic was not declared
---   54000 program_limit_exceeded    the payload is larger than max_payload_bytes
---   22023 invalid_parameter_value   key longer than 255 characters; available_at
---                                   not finite or from 9999-12-31 on; delay negative
---                                   or over 100 years; both available_at and delay
---                                   given; brooq.key_wait not a duration
---   55P03 lock_not_available        another transaction's enqueue of the same key
---                                   stayed uncommitted longer than brooq.key_wait
--- Touches: inserts one row into brooq.job (none on a repeated key or an error).
-create or replace function brooq.enqueue(
-    topic text,
-    payload jsonb default '{}',
-    idempotency_key text default null,
-    available_at timestamptz default null,
-    priority integer default 0,
-    delay interval default null)
-returns setof brooq.enqueued
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-#variable_conflict use_column
-declare
-    v_now timestamptz := brooq._now();
-    v_key text := nullif(enqueue.idempotency_key, '');
-    v_at timestamptz;
-    v_max_attempts integer;
-    v_max_bytes integer;
-    v_notify boolean;
-    v_id bigint;
-    v_lock_timeout text;
-begin
-    if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
-        raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Pass ''{}'' for an empty payload.';
-    end if;
-    select t.max_attempts, t.max_payload_bytes, t.notify
-      into v_max_attempts, v_max_bytes, v_notify
-      from brooq.topic t where t.name = enqueue.topic;
-    if not found then
-        raise exception 'topic "%" does not exist', left(enqueue.topic, 200)
-            using errcode = 'undefined_object',
-                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
-    end if;
-    if octet_length(enqueue.payload::text) > v_max_bytes then
-        raise exception 'payload of % bytes is larger than the % bytes allowed for topic "%"',
-                octet_length(enqueue.payload::text), v_max_bytes, enqueue.topic
-            using errcode = 'program_limit_exceeded',
-                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
-    end if;
-    if length(v_key) > 255 then
-        raise exception 'idempotency_key "%..." is % characters long', left(v_key, 40), length(v_key)
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Use a key of at most 255 characters, e.g. a hash of the longer one.';
-    end if;
-    v_at := brooq._available_at(v_now, enqueue.available_at, enqueue.delay);
-    if v_key is not null then
-        -- ON CONFLICT waits for another transaction's uncommitted row of this key:
-        -- bound that wait (no EXCEPTION block to reword the error: a subtransaction
-        -- per enqueue would cost every producer, so the 55P03 is PostgreSQL's own).
-        v_lock_timeout := current_setting('lock_timeout');
-        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
-    end if;
-
-    loop
-        insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at)
-        values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
-                v_at, v_now, v_now)
-        on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
-        returning id into v_id;
-        exit when v_id is not null;
-        -- The key exists: ON CONFLICT waited for a concurrent inserter, and this
-        -- statement's fresh snapshot sees its committed row. Loop only if that row
-        -- was purged in between.
-        select j.id into v_id from brooq.job j
-        where j.topic = enqueue.topic and j.idempotency_key = v_key;
-        if found then
-            if v_key is not null then
-                perform set_config('lock_timeout', v_lock_timeout, true);
-            end if;
-            return query select v_id, false;
-            return;
-        end if;
-    end loop;
-    if v_key is not null then
-        perform set_config('lock_timeout', v_lock_timeout, true);
-    end if;
-    if v_notify and v_at <= v_now then
-        perform pg_notify('brooq', enqueue.topic);
-    end if;
-    return query select v_id, true;
-end
-$$;
-
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) is
-'Enqueue one job in the caller''s transaction; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, time or delay, 55P03 the key held by an uncommitted transaction longer than brooq.key_wait.';
-
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) to brooq_producer;
-
--- change function_enqueue_many
-
--- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay)
---   -> setof brooq.enqueued, one row per payload, in input order
---
--- The bulk path: enqueues many jobs of one topic in one call, in the caller's
--- transaction. Same rules as brooq.enqueue, per element.
---
--- Parameters:
---   topic             a declared topic
---   payloads          jsonb[] of at most 10,000 elements, one dimension, no NULL
---                     elements; each at most max_payload_bytes
---   idempotency_keys  text[] of the same length, or NULL for no keys; NULL or
---                     '' elements = no key. A key repeated inside the batch gives
---                     every occurrence the first one's id (created = false after
---                     the first).
---   available_at, priority, delay   as in brooq.enqueue, for every job
---
--- Returns: (id, created) per payload, in input order. When a key's old job is
--- purged while the call runs, the job is inserted after all, as brooq.enqueue
--- does (two such calls with the same keys at once may then deadlock: 40P01, retry).
--- A key held by another transaction's uncommitted enqueue is waited for at most
--- brooq.key_wait (default 5s), as in brooq.enqueue.
--- Errors:
---   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL
---   42704 undefined_object         the topic was not declared
---   54000 program_limit_exceeded   more than 10,000 payloads; a payload is too large
---                                  (its index is named)
---   22023 invalid_parameter_value  an array of more than one dimension; keys array
---                                  of another length; a key too long; bad
---                                  available_at or delay; brooq.key_wait not a duration
---   55P03 lock_not_available       a key held by an uncommitted transaction longer
---                                  than brooq.key_wait
--- Touches: inserts up to cardinality(payloads) rows into brooq.job; on error none.
-create or replace function brooq.enqueue_many(
-    topic text,
-    payloads jsonb[],
-    idempotency_keys text[] default null,
-    available_at timestamptz default null,
-    priority integer default 0,
-    delay interval default null)
-returns setof brooq.enqueued
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-#variable_conflict use_column
-declare
-    v_now timestamptz := brooq._now();
-    v_at timestamptz;
-    v_n integer := coalesce(cardinality(enqueue_many.payloads), 0);
-    v_max_attempts integer;
-    v_max_bytes integer;
-    v_notify boolean;
-    v_bad record;
-    v_ids bigint[];
-    v_created bigint[];
-    v_out bigint[];
-    v_new boolean[];
-    v_lock_timeout text;
-begin
-    if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
-        raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Pass an empty array for no jobs.';
-    end if;
-    select t.max_attempts, t.max_payload_bytes, t.notify
-      into v_max_attempts, v_max_bytes, v_notify
-      from brooq.topic t where t.name = enqueue_many.topic;
-    if not found then
-        raise exception 'topic "%" does not exist', left(enqueue_many.topic, 200)
-            using errcode = 'undefined_object',
-                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
-    end if;
-    if array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1 then
-        raise exception 'brooq.enqueue_many: payloads and idempotency_keys must be one-dimensional arrays'
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Pass array[''{}''::jsonb, ...], one element per job.';
-    end if;
-    if v_n > 10000 then
-        raise exception 'brooq.enqueue_many: % payloads in one call, more than 10000', v_n
-            using errcode = 'program_limit_exceeded',
-                  hint = 'Enqueue at most 10000 jobs per call; several calls may share one transaction.';
-    end if;
-    if enqueue_many.idempotency_keys is not null
-        and coalesce(cardinality(enqueue_many.idempotency_keys), 0) <> v_n then
-        raise exception 'idempotency_keys has % elements, payloads has %',
-                coalesce(cardinality(enqueue_many.idempotency_keys), 0), v_n
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Give one key per payload (NULL for none), or NULL for no keys at all.';
-    end if;
-    v_at := brooq._available_at(v_now, enqueue_many.available_at, enqueue_many.delay);
-    if v_n = 0 then
-        return;
-    end if;
-
-    select p.ord, p.payload is null as missing, octet_length(p.payload::text) as size
-      into v_bad
-      from unnest(enqueue_many.payloads) with ordinality as p(payload, ord)
-     where p.payload is null or octet_length(p.payload::text) > v_max_bytes
-     order by p.ord
-     limit 1;
-    if found and v_bad.missing then
-        raise exception 'payload % of % is NULL', v_bad.ord, v_n
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Pass ''{}'' for an empty payload.';
-    elsif found then
-        raise exception 'payload % of % is % bytes, larger than the % bytes allowed for topic "%"',
-                v_bad.ord, v_n, v_bad.size, v_max_bytes, enqueue_many.topic
-            using errcode = 'program_limit_exceeded',
-                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
-    end if;
-    select k.ord, k.key into v_bad
-      from unnest(enqueue_many.idempotency_keys) with ordinality as k(key, ord)
-     where length(k.key) > 255
-     limit 1;
-    if found then
-        raise exception 'idempotency key % ("%...") is % characters long', v_bad.ord, left(v_bad.key, 40), length(v_bad.key)
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Use keys of at most 255 characters, e.g. a hash of the longer one.';
-    end if;
-
-    -- Ids are drawn first, so that each input element knows its own row.
-    v_ids := array(select nextval('brooq.job_id_seq'::regclass) from generate_series(1, v_n));
-
-    if coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) = 0 then
-        -- No key in the batch (the bulk case): nothing can conflict, so a plain
-        -- insert, without ON CONFLICT's speculative insertion of every row (about
-        -- 15% of a batch's time) and without reading the ids back.
-        insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at)
-        select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-               null, v_at, v_now, v_now
-          from unnest(v_ids, enqueue_many.payloads) as u(id, payload);
-        v_created := v_ids;
-        v_out := v_ids;
-        v_new := array_fill(true, array[v_n]);
-    else
-        -- A key of another transaction's uncommitted enqueue: wait at most brooq.key_wait.
-        v_lock_timeout := current_setting('lock_timeout');
-        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
-        with inserted as (
-            insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                   available_at, created_at, updated_at)
-            select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                   nullif(u.key, ''), v_at, v_now, v_now
-              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
-             -- In key order, so that concurrent batches with overlapping keys wait for
-             -- each other in one order and cannot deadlock; a key repeated in the
-             -- batch is inserted at its first occurrence (ids are drawn in input order).
-             order by u.key, u.id
-            on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
-            returning id
-        )
-        select coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
-
-        loop
-            -- A new statement, so a new snapshot: it sees the rows of keys that already
-            -- existed, including those a concurrent transaction committed meanwhile.
-            select array_agg(coalesce(c.id, j.id) order by u.ord), array_agg(c.id is not null order by u.ord)
-              into v_out, v_new
-              from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
-              left join unnest(v_created) as c(id) on c.id = u.id
-              left join brooq.job j
-                on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '');
-            exit when array_position(v_out, null) is null;
-            -- A key's row was purged between the insert and that read: insert those
-            -- jobs now and read again, as brooq.enqueue does.
-            with inserted as (
-                insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                       available_at, created_at, updated_at)
-                select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                       nullif(u.key, ''), v_at, v_now, v_now
-                  from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out)
-                       as u(id, payload, key, got)
-                 where u.got is null
-                 order by u.key, u.id
-                on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
-                returning id
-            )
-            select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
-        end loop;
-        perform set_config('lock_timeout', v_lock_timeout, true);
-
-    end if;
-
-    if v_notify and cardinality(v_created) > 0 and v_at <= v_now then
-        perform pg_notify('brooq', enqueue_many.topic);
-    end if;
-
-    return query
-    select r.id, r.created
-      from unnest(v_out, v_new) with ordinality as r(id, created, ord)
-     order by r.ord;
-end
-$$;
-
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) is
-'Enqueue many jobs of one topic in one call; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension), 55P03 (a key held too long, as enqueue).';
-
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) from public;
-grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) to brooq_producer;
-
 -- change function_heartbeat
 
 -- brooq.heartbeat(worker, job_ids, lease, lease_tokens, progress) -> setof bigint
@@ -1917,7 +1589,8 @@ revoke all on table brooq.claim_window from public;
 --   lease     how long the jobs are held without a heartbeat; > 0, no negative
 --             part, at most the max_lease of every topic named (default 1 hour)
 --
--- Returns: the claimed jobs (zero rows when nothing is ready), in no set order.
+-- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
+-- with the trace context it was enqueued under (trace_context, NULL: none).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
@@ -2084,7 +1757,7 @@ begin
           from ready
          where j.id = ready.id
         returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                  j.lease_token, j.locked_until, j.created_at;
+                  j.lease_token, j.locked_until, j.created_at, j.trace_context;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -2150,7 +1823,7 @@ begin
               from ready
              where j.id = ready.id
             returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                      j.lease_token, j.locked_until, j.created_at
+                      j.lease_token, j.locked_until, j.created_at, j.trace_context
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)
@@ -2265,6 +1938,415 @@ comment on view brooq.jobs is
 
 revoke all on brooq.jobs from public;
 grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;
+
+-- change private_trace_context
+
+-- brooq._trace_context(trace_context, caller) -> jsonb
+--
+-- Checks the W3C trace context a producer hands to brooq.enqueue or
+-- brooq.enqueue_many (OpenTelemetry's propagation format) and returns what to
+-- store in brooq.job.trace_context: NULL for NULL or '{}' (no context), else the
+-- object itself. The queue never reads it: the worker continues the trace from it.
+--
+-- Accepted: a JSON object with the key "traceparent", a string of the form
+-- VV-<32 lowercase hex>-<16 lowercase hex>-<2 lowercase hex> (version not ff,
+-- trace id and parent id not all zeros; 55 characters), and optionally the key
+-- "tracestate", a string of at most 512 characters. Nothing else (so at most
+-- ~620 bytes per job).
+--
+-- Errors:
+--   22023 invalid_parameter_value  anything else (the value is quoted, cut to 80
+--                                  characters); the caller names the function
+--
+-- Private: the security definer functions call it; no role may.
+create or replace function brooq._trace_context(trace_context jsonb, caller text)
+returns jsonb
+language plpgsql
+immutable
+parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_parent text := trace_context ->> 'traceparent';
+begin
+    if trace_context is null or trace_context = '{}'::jsonb then
+        return null;
+    end if;
+    if jsonb_typeof(trace_context) <> 'object'
+        or exists (select from jsonb_object_keys(trace_context) k
+                    where k not in ('traceparent', 'tracestate'))
+        or jsonb_typeof(trace_context -> 'traceparent') is distinct from 'string'
+        or v_parent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+        or left(v_parent, 2) = 'ff'
+        or substr(v_parent, 4, 32) = repeat('0', 32)
+        or substr(v_parent, 37, 16) = repeat('0', 16)
+        or (trace_context ? 'tracestate'
+            and (jsonb_typeof(trace_context -> 'tracestate') <> 'string'
+                 or length(trace_context ->> 'tracestate') > 512)) then
+        raise exception '%: trace_context % is not a W3C trace context', caller, left(trace_context::text, 80)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally "tracestate" (at most 512 characters), or NULL.';
+    end if;
+    return trace_context;
+end
+$$;
+
+comment on function brooq._trace_context(jsonb, text) is
+'Private: a W3C trace context checked for brooq.job.trace_context (NULL for NULL or {}). Errors: 22023 not a trace context.';
+
+revoke all on function brooq._trace_context(jsonb, text) from public;
+
+-- change function_enqueue
+
+-- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay,
+--               trace_context)
+--   -> setof brooq.enqueued (exactly one row)
+--
+-- Inserts one job in the caller's transaction: your own writes and the job
+-- commit or roll back together.
+--
+-- Parameters:
+--   topic            a declared topic
+--   payload          opaque JSON; the queue never looks inside; at most the
+--                    topic's max_payload_bytes (bytes of its JSON text)
+--   idempotency_key  at most one job per (topic, key) while the row lives,
+--                    terminal states included; NULL or '' = no key
+--   available_at     not claimable before this instant (default: now)
+--   priority         higher is claimed first (default 0)
+--   delay            not claimable before now + delay (exclusive with available_at)
+--   trace_context    the W3C trace context to carry in the job, beside the payload:
+--                    {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally
+--                    "tracestate" (at most 512 characters); claim hands it to the
+--                    worker. NULL or '{}' = none (see brooq._trace_context)
+--
+-- Returns: (id, created). A repeated key returns the existing job's id with
+-- created = false and writes nothing, also when the first enqueue is concurrent.
+-- While another transaction holds an uncommitted enqueue of the same (topic, key),
+-- this one waits for it to end, at most brooq.key_wait (a setting, default 5s;
+-- '0' waits without bound), then fails with 55P03.
+-- Wakes workers with NOTIFY brooq, payload = topic (PostgreSQL folds repeats within
+-- one transaction), unless the topic was declared with notify => false or the job
+-- is not ready yet.
+-- Errors:
+--   22004 null_value_not_allowed    topic, payload or priority is NULL
+--   42704 undefined_object          the topic was not declared
+--   54000 program_limit_exceeded    the payload is larger than max_payload_bytes
+--   22023 invalid_parameter_value   key longer than 255 characters; available_at
+--                                   not finite or from 9999-12-31 on; delay negative
+--                                   or over 100 years; both available_at and delay
+--                                   given; brooq.key_wait not a duration; a
+--                                   trace_context that is not a W3C trace context
+--   55P03 lock_not_available        another transaction's enqueue of the same key
+--                                   stayed uncommitted longer than brooq.key_wait
+-- Touches: inserts one row into brooq.job (none on a repeated key or an error).
+-- 0.1.0's signature had no trace_context: drop it, or create would add an overload.
+drop function if exists brooq.enqueue(text, jsonb, text, timestamptz, integer, interval);
+
+create or replace function brooq.enqueue(
+    topic text,
+    payload jsonb default '{}',
+    idempotency_key text default null,
+    available_at timestamptz default null,
+    priority integer default 0,
+    delay interval default null,
+    trace_context jsonb default null)
+returns setof brooq.enqueued
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_now timestamptz := brooq._now();
+    v_key text := nullif(enqueue.idempotency_key, '');
+    v_at timestamptz;
+    v_max_attempts integer;
+    v_max_bytes integer;
+    v_notify boolean;
+    v_id bigint;
+    v_lock_timeout text;
+    v_trace jsonb := brooq._trace_context(enqueue.trace_context, 'brooq.enqueue');
+begin
+    if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
+        raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass ''{}'' for an empty payload.';
+    end if;
+    select t.max_attempts, t.max_payload_bytes, t.notify
+      into v_max_attempts, v_max_bytes, v_notify
+      from brooq.topic t where t.name = enqueue.topic;
+    if not found then
+        raise exception 'topic "%" does not exist', left(enqueue.topic, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
+    end if;
+    if octet_length(enqueue.payload::text) > v_max_bytes then
+        raise exception 'payload of % bytes is larger than the % bytes allowed for topic "%"',
+                octet_length(enqueue.payload::text), v_max_bytes, enqueue.topic
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
+    end if;
+    if length(v_key) > 255 then
+        raise exception 'idempotency_key "%..." is % characters long', left(v_key, 40), length(v_key)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use a key of at most 255 characters, e.g. a hash of the longer one.';
+    end if;
+    v_at := brooq._available_at(v_now, enqueue.available_at, enqueue.delay);
+    if v_key is not null then
+        -- ON CONFLICT waits for another transaction's uncommitted row of this key:
+        -- bound that wait (no EXCEPTION block to reword the error: a subtransaction
+        -- per enqueue would cost every producer, so the 55P03 is PostgreSQL's own).
+        v_lock_timeout := current_setting('lock_timeout');
+        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
+    end if;
+
+    loop
+        insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
+                               available_at, created_at, updated_at, trace_context)
+        values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
+                v_at, v_now, v_now, v_trace)
+        on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
+        returning id into v_id;
+        exit when v_id is not null;
+        -- The key exists: ON CONFLICT waited for a concurrent inserter, and this
+        -- statement's fresh snapshot sees its committed row. Loop only if that row
+        -- was purged in between.
+        select j.id into v_id from brooq.job j
+        where j.topic = enqueue.topic and j.idempotency_key = v_key;
+        if found then
+            if v_key is not null then
+                perform set_config('lock_timeout', v_lock_timeout, true);
+            end if;
+            return query select v_id, false;
+            return;
+        end if;
+    end loop;
+    if v_key is not null then
+        perform set_config('lock_timeout', v_lock_timeout, true);
+    end if;
+    if v_notify and v_at <= v_now then
+        perform pg_notify('brooq', enqueue.topic);
+    end if;
+    return query select v_id, true;
+end
+$$;
+
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, jsonb) is
+'Enqueue one job in the caller''s transaction; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, time, delay or trace_context, 55P03 the key held by an uncommitted transaction longer than brooq.key_wait.';
+
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, jsonb) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, jsonb) to brooq_producer;
+
+-- change function_enqueue_many
+
+-- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
+--                    trace_context)
+--   -> setof brooq.enqueued, one row per payload, in input order
+--
+-- The bulk path: enqueues many jobs of one topic in one call, in the caller's
+-- transaction. Same rules as brooq.enqueue, per element.
+--
+-- Parameters:
+--   topic             a declared topic
+--   payloads          jsonb[] of at most 10,000 elements, one dimension, no NULL
+--                     elements; each at most max_payload_bytes
+--   idempotency_keys  text[] of the same length, or NULL for no keys; NULL or
+--                     '' elements = no key. A key repeated inside the batch gives
+--                     every occurrence the first one's id (created = false after
+--                     the first).
+--   available_at, priority, delay, trace_context   as in brooq.enqueue, for every
+--                     job (one trace context for the batch: one producer span)
+--
+-- Returns: (id, created) per payload, in input order. When a key's old job is
+-- purged while the call runs, the job is inserted after all, as brooq.enqueue
+-- does (two such calls with the same keys at once may then deadlock: 40P01, retry).
+-- A key held by another transaction's uncommitted enqueue is waited for at most
+-- brooq.key_wait (default 5s), as in brooq.enqueue.
+-- Errors:
+--   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL
+--   42704 undefined_object         the topic was not declared
+--   54000 program_limit_exceeded   more than 10,000 payloads; a payload is too large
+--                                  (its index is named)
+--   22023 invalid_parameter_value  an array of more than one dimension; keys array
+--                                  of another length; a key too long; bad
+--                                  available_at or delay; brooq.key_wait not a duration;
+--                                  a trace_context that is not a W3C trace context
+--   55P03 lock_not_available       a key held by an uncommitted transaction longer
+--                                  than brooq.key_wait
+-- Touches: inserts up to cardinality(payloads) rows into brooq.job; on error none.
+-- 0.1.0's signature had no trace_context: drop it, or create would add an overload.
+drop function if exists brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval);
+
+create or replace function brooq.enqueue_many(
+    topic text,
+    payloads jsonb[],
+    idempotency_keys text[] default null,
+    available_at timestamptz default null,
+    priority integer default 0,
+    delay interval default null,
+    trace_context jsonb default null)
+returns setof brooq.enqueued
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_now timestamptz := brooq._now();
+    v_at timestamptz;
+    v_n integer := coalesce(cardinality(enqueue_many.payloads), 0);
+    v_max_attempts integer;
+    v_max_bytes integer;
+    v_notify boolean;
+    v_bad record;
+    v_ids bigint[];
+    v_created bigint[];
+    v_out bigint[];
+    v_new boolean[];
+    v_lock_timeout text;
+    v_trace jsonb := brooq._trace_context(enqueue_many.trace_context, 'brooq.enqueue_many');
+begin
+    if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
+        raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass an empty array for no jobs.';
+    end if;
+    select t.max_attempts, t.max_payload_bytes, t.notify
+      into v_max_attempts, v_max_bytes, v_notify
+      from brooq.topic t where t.name = enqueue_many.topic;
+    if not found then
+        raise exception 'topic "%" does not exist', left(enqueue_many.topic, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
+    end if;
+    if array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1 then
+        raise exception 'brooq.enqueue_many: payloads and idempotency_keys must be one-dimensional arrays'
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass array[''{}''::jsonb, ...], one element per job.';
+    end if;
+    if v_n > 10000 then
+        raise exception 'brooq.enqueue_many: % payloads in one call, more than 10000', v_n
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Enqueue at most 10000 jobs per call; several calls may share one transaction.';
+    end if;
+    if enqueue_many.idempotency_keys is not null
+        and coalesce(cardinality(enqueue_many.idempotency_keys), 0) <> v_n then
+        raise exception 'idempotency_keys has % elements, payloads has %',
+                coalesce(cardinality(enqueue_many.idempotency_keys), 0), v_n
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one key per payload (NULL for none), or NULL for no keys at all.';
+    end if;
+    v_at := brooq._available_at(v_now, enqueue_many.available_at, enqueue_many.delay);
+    if v_n = 0 then
+        return;
+    end if;
+
+    select p.ord, p.payload is null as missing, octet_length(p.payload::text) as size
+      into v_bad
+      from unnest(enqueue_many.payloads) with ordinality as p(payload, ord)
+     where p.payload is null or octet_length(p.payload::text) > v_max_bytes
+     order by p.ord
+     limit 1;
+    if found and v_bad.missing then
+        raise exception 'payload % of % is NULL', v_bad.ord, v_n
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass ''{}'' for an empty payload.';
+    elsif found then
+        raise exception 'payload % of % is % bytes, larger than the % bytes allowed for topic "%"',
+                v_bad.ord, v_n, v_bad.size, v_max_bytes, enqueue_many.topic
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
+    end if;
+    select k.ord, k.key into v_bad
+      from unnest(enqueue_many.idempotency_keys) with ordinality as k(key, ord)
+     where length(k.key) > 255
+     limit 1;
+    if found then
+        raise exception 'idempotency key % ("%...") is % characters long', v_bad.ord, left(v_bad.key, 40), length(v_bad.key)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use keys of at most 255 characters, e.g. a hash of the longer one.';
+    end if;
+
+    -- Ids are drawn first, so that each input element knows its own row.
+    v_ids := array(select nextval('brooq.job_id_seq'::regclass) from generate_series(1, v_n));
+
+    if coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) = 0 then
+        -- No key in the batch (the bulk case): nothing can conflict, so a plain
+        -- insert, without ON CONFLICT's speculative insertion of every row (about
+        -- 15% of a batch's time) and without reading the ids back.
+        insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
+                               available_at, created_at, updated_at, trace_context)
+        select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
+               null, v_at, v_now, v_now, v_trace
+          from unnest(v_ids, enqueue_many.payloads) as u(id, payload);
+        v_created := v_ids;
+        v_out := v_ids;
+        v_new := array_fill(true, array[v_n]);
+    else
+        -- A key of another transaction's uncommitted enqueue: wait at most brooq.key_wait.
+        v_lock_timeout := current_setting('lock_timeout');
+        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
+        with inserted as (
+            insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
+                                   available_at, created_at, updated_at, trace_context)
+            select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
+                   nullif(u.key, ''), v_at, v_now, v_now, v_trace
+              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
+             -- In key order, so that concurrent batches with overlapping keys wait for
+             -- each other in one order and cannot deadlock; a key repeated in the
+             -- batch is inserted at its first occurrence (ids are drawn in input order).
+             order by u.key, u.id
+            on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
+            returning id
+        )
+        select coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
+
+        loop
+            -- A new statement, so a new snapshot: it sees the rows of keys that already
+            -- existed, including those a concurrent transaction committed meanwhile.
+            select array_agg(coalesce(c.id, j.id) order by u.ord), array_agg(c.id is not null order by u.ord)
+              into v_out, v_new
+              from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
+              left join unnest(v_created) as c(id) on c.id = u.id
+              left join brooq.job j
+                on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '');
+            exit when array_position(v_out, null) is null;
+            -- A key's row was purged between the insert and that read: insert those
+            -- jobs now and read again, as brooq.enqueue does.
+            with inserted as (
+                insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
+                                       available_at, created_at, updated_at, trace_context)
+                select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
+                       nullif(u.key, ''), v_at, v_now, v_now, v_trace
+                  from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out)
+                       as u(id, payload, key, got)
+                 where u.got is null
+                 order by u.key, u.id
+                on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
+                returning id
+            )
+            select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
+        end loop;
+        perform set_config('lock_timeout', v_lock_timeout, true);
+
+    end if;
+
+    if v_notify and cardinality(v_created) > 0 and v_at <= v_now then
+        perform pg_notify('brooq', enqueue_many.topic);
+    end if;
+
+    return query
+    select r.id, r.created
+      from unnest(v_out, v_new) with ordinality as r(id, created, ord)
+     order by r.ord;
+end
+$$;
+
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, jsonb) is
+'Enqueue many jobs of one topic in one call; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension; a bad trace_context), 55P03 (a key held too long, as enqueue).';
+
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, jsonb) from public;
+grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, jsonb) to brooq_producer;
 
 -- change function_retry
 

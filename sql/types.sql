@@ -8,7 +8,8 @@ create type brooq.enqueued as (
 );
 
 -- brooq.claim: a job now held by the caller. attempt counts this claim;
--- lease_token must be handed back to settle and heartbeat.
+-- lease_token must be handed back to settle and heartbeat. trace_context: the W3C
+-- trace context the job was enqueued under (types_claimed_job_add_trace_context).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -18,7 +19,8 @@ create type brooq.claimed_job as (
     priority     integer,
     lease_token  bigint,
     locked_until timestamptz,
-    created_at   timestamptz
+    created_at   timestamptz,
+    trace_context jsonb
 );
 
 -- brooq.settle_many: the state a settled job was left in.
