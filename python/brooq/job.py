@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from brooq.tracing import current_context
+
 _LOCK = threading.Lock()  # guards every Canceled (set, callbacks, the lazily made event)
 
 
@@ -93,6 +95,7 @@ class Chained:
     key: str | None = None
     delay: timedelta | None = None
     priority: int = 0
+    trace_context: dict[str, str] | None = None  # the attempt's span, when tracing is on
 
 
 class Job:
@@ -111,10 +114,12 @@ class Job:
         "reported",
         "reported_sent",
         "topic",
+        "trace_context",
     )
 
     def __init__(self, id: int, topic: str, payload: Any, attempt: int, max_attempts: int,
-                 priority: int, lease_token: int, created_at: datetime) -> None:
+                 priority: int, lease_token: int, created_at: datetime,
+                 trace_context: dict[str, str] | None = None) -> None:
         self.id = id
         self.topic = topic
         self.payload = payload
@@ -123,6 +128,8 @@ class Job:
         self.priority = priority
         self.lease_token = lease_token
         self.created_at = created_at
+        # the W3C trace context it was enqueued under (brooq.tracing), None: none
+        self.trace_context = trace_context
         # Made when first asked for: most jobs are never canceled nor chain anything, and
         # two objects fewer per job is ~10% of a no-op job's cost in the worker.
         self._canceled: Canceled | None = None
@@ -156,11 +163,12 @@ class Job:
         """Enqueue a job in the same transaction that settles this one as done.
 
         Nothing is enqueued when this attempt fails, retries, is canceled or loses
-        its lease.
+        its lease. With tracing on (brooq.tracing), the chained job carries this
+        attempt's trace context: its attempts join the same trace.
         """
         if self.chained is None:
             self.chained = []
-        self.chained.append(Chained(topic, payload, key, delay, priority))
+        self.chained.append(Chained(topic, payload, key, delay, priority, current_context()))
 
     def progress(self, fraction: float | None = None, message: str | None = None) -> None:
         """Say how far the handler got: a fraction from 0 to 1, a short message, or both.

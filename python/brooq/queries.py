@@ -24,14 +24,15 @@ ENQUEUE: LiteralString = """
 select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,
                      available_at => %s::timestamptz, priority => %s::integer,
-                     delay => %s::interval)
+                     delay => %s::interval, trace_context => %s::jsonb)
 """
 
 ENQUEUE_MANY: LiteralString = """
 select id, created
   from brooq.enqueue_many(topic => %s::text, payloads => %s::jsonb[],
                           idempotency_keys => %s::text[], available_at => %s::timestamptz,
-                          priority => %s::integer, delay => %s::interval)
+                          priority => %s::integer, delay => %s::interval,
+                          trace_context => %s::jsonb)
 """
 
 DECLARE_TOPIC: LiteralString = """
@@ -104,7 +105,8 @@ PAUSE_TOPIC: LiteralString = "select brooq.pause_topic(%s::text)"
 RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 
 CLAIM: LiteralString = """
-select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at
+select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at,
+       trace_context
   from brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
                    lease => %s::interval)
 """

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import psycopg
 
-from brooq import queries
+from brooq import queries, tracing
 from brooq._version import __version__
 from brooq.attempt import QUEUED, SKIPPED, STARTED, Attempt, TopicHandler
 from brooq.compat import check_schema
@@ -718,10 +718,15 @@ class Worker:
             self._waker.wake()
             return
         t0 = time.perf_counter()
-        try:
-            outcome = of_return(att.handler.fn(att.job))
-        except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
-            outcome = self._failed(att, exc)
+        tracer = tracing.tracer()  # None unless the application set up OpenTelemetry
+        if tracer is not None:
+            outcome = tracing.attempt(tracer, att.job, att.handler.fn,
+                                      lambda exc: self._failed(att, exc))
+        else:
+            try:
+                outcome = of_return(att.handler.fn(att.job))
+            except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
+                outcome = self._failed(att, exc)
         att.elapsed = time.perf_counter() - t0
         self._completions.append((att, outcome))
         self._waker.wake()
@@ -731,11 +736,16 @@ class Worker:
         att.task = asyncio.current_task()
         if att.cancel_requested and att.task is not None:
             att.task.cancel()  # told to stop before it started: CancelledError at its first await
-        try:
-            result: Awaitable[Any] = att.handler.fn(att.job)
-            outcome = of_return(await result)
-        except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
-            outcome = self._failed(att, exc)
+        tracer = tracing.tracer()
+        if tracer is not None:
+            outcome = await tracing.attempt_async(tracer, att.job, att.handler.fn,
+                                                  lambda exc: self._failed(att, exc))
+        else:
+            try:
+                result: Awaitable[Any] = att.handler.fn(att.job)
+                outcome = of_return(await result)
+            except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
+                outcome = self._failed(att, exc)
         att.elapsed = time.perf_counter() - t0
         self._completions.append((att, outcome))
         self._waker.wake()
