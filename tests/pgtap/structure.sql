@@ -112,7 +112,7 @@ select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a
       where a.attrelid = (select typrelid from pg_type where oid = 'brooq.claimed_job'::regtype) and a.attnum > 0),
     array['id', 'topic', 'payload', 'attempt', 'max_attempts', 'priority', 'lease_token', 'locked_until', 'created_at',
-          'execution_deadline', 'execution_left'],
+          'execution_deadline', 'execution_left', 'trace_context'],
     'claimed_job carries lease_token under the name settle and heartbeat take');
 select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a
