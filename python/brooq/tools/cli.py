@@ -26,8 +26,8 @@ from psycopg.rows import class_row, scalar_row
 from brooq import config, producer, queries
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
-from brooq.producer import STATES, JobFate, TopicStats
 from brooq.payload import jsonb
+from brooq.producer import STATES, JobFate, TopicStats
 from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
