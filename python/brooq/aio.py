@@ -28,6 +28,7 @@ from brooq.producer import (
     Enqueued,
     JobFate,
     TopicStats,
+    busy_what,
     declare_topic_args,
     enqueue_args,
     enqueue_many_args,
@@ -42,31 +43,33 @@ __all__ = ["cancel", "declare_topic", "enqueue", "enqueue_many", "get_job", "top
 
 async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None = None,
                   at: datetime | None = None, delay: timedelta | None = None,
-                  priority: int = 0) -> Enqueued:
+                  priority: int = 0, group: str | None = None) -> Enqueued:
     """Enqueue one job in the caller's transaction; returns (id, created). See brooq.enqueue."""
     try:
         with mapped(PRODUCER, conn):
             cur = conn.cursor(row_factory=class_row(Enqueued))
-            await cur.execute(queries.ENQUEUE, enqueue_args(topic, payload, key, at, delay, priority))
+            await cur.execute(queries.ENQUEUE, enqueue_args(topic, payload, key, at, delay, priority, group))
             row = await cur.fetchone()
     except KeyBusy as exc:
-        raise key_busy(topic, f"idempotency key {(key or '')[:40]!r}") from exc.__cause__
+        raise key_busy(topic, busy_what(key, group)) from exc.__cause__
     assert row is not None  # brooq.enqueue returns exactly one row
     return row
 
 
 async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
                        keys: Sequence[str | None] | None = None, at: datetime | None = None,
-                       delay: timedelta | None = None, priority: int = 0) -> list[Enqueued]:
+                       delay: timedelta | None = None, priority: int = 0,
+                       groups: Sequence[str | None] | None = None) -> list[Enqueued]:
     """Enqueue many jobs of one topic in one statement; results in input order."""
-    args = enqueue_many_args(topic, payloads, keys, at, delay, priority)
+    args = enqueue_many_args(topic, payloads, keys, at, delay, priority, groups)
     try:
         with mapped(PRODUCER, conn):
             cur = conn.cursor(row_factory=class_row(Enqueued))
             await cur.execute(queries.ENQUEUE_MANY, args)
             return await cur.fetchall()
     except KeyBusy as exc:
-        raise key_busy(topic, "an idempotency key of the batch") from exc.__cause__
+        what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
+        raise key_busy(topic, what) from exc.__cause__
 
 
 async def declare_topic(conn: AsyncConn, name: str, *, max_attempts: int = 5,
@@ -76,13 +79,14 @@ async def declare_topic(conn: AsyncConn, name: str, *, max_attempts: int = 5,
                         max_payload_bytes: int = 1 << 20, notify: bool = True,
                         max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1),
                         max_in_flight: int | None = None, rate: int | None = None,
-                        per: timedelta | None = None) -> None:
+                        per: timedelta | None = None,
+                        max_execution: timedelta | None = None) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin). See
     brooq.declare_topic."""
     with mapped(ADMIN, conn):
         await conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
             name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per))
+            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution))
 
 
 async def cancel(conn: AsyncConn, job_id: int) -> bool:

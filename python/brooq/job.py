@@ -16,7 +16,9 @@ class Canceled:
     """A threading.Event-like flag set when the handler should stop.
 
     The worker sets it when the job's lease is lost (canceled, reaped), when the
-    attempt times out, or when a shutdown gives up waiting. ``reason`` says which.
+    attempt times out, when the job's max_execution runs out, or when a shutdown
+    gives up waiting. ``reason`` says which ("lease lost", "timeout",
+    "max_execution", "shutdown").
     (Most jobs are never canceled nor waited on: the Event is made on first wait.)
     """
 
@@ -93,6 +95,7 @@ class Chained:
     key: str | None = None
     delay: timedelta | None = None
     priority: int = 0
+    group: str | None = None  # an ordered group (brooq.enqueue's group)
 
 
 class Job:
@@ -103,6 +106,8 @@ class Job:
         "attempt",
         "chained",
         "created_at",
+        "execution_deadline",
+        "execution_left",
         "id",
         "lease_token",
         "max_attempts",
@@ -114,7 +119,9 @@ class Job:
     )
 
     def __init__(self, id: int, topic: str, payload: Any, attempt: int, max_attempts: int,
-                 priority: int, lease_token: int, created_at: datetime) -> None:
+                 priority: int, lease_token: int, created_at: datetime,
+                 execution_deadline: datetime | None = None,
+                 execution_left: timedelta | None = None) -> None:
         self.id = id
         self.topic = topic
         self.payload = payload
@@ -123,6 +130,10 @@ class Job:
         self.priority = priority
         self.lease_token = lease_token
         self.created_at = created_at
+        # the topic's max_execution for this job (None: no limit): when it runs out (the
+        # database's clock), and the time that was left at the claim
+        self.execution_deadline = execution_deadline
+        self.execution_left = execution_left
         # Made when first asked for: most jobs are never canceled nor chain anything, and
         # two objects fewer per job is ~10% of a no-op job's cost in the worker.
         self._canceled: Canceled | None = None
@@ -152,15 +163,16 @@ class Job:
         return self.attempt >= self.max_attempts
 
     def chain(self, topic: str, payload: Any, *, key: str | None = None,
-              delay: timedelta | None = None, priority: int = 0) -> None:
-        """Enqueue a job in the same transaction that settles this one as done.
+              delay: timedelta | None = None, priority: int = 0, group: str | None = None) -> None:
+        """Enqueue a job in the same transaction that settles this one as done
+        (``group``: its ordered group, as in brooq.enqueue).
 
         Nothing is enqueued when this attempt fails, retries, is canceled or loses
         its lease.
         """
         if self.chained is None:
             self.chained = []
-        self.chained.append(Chained(topic, payload, key, delay, priority))
+        self.chained.append(Chained(topic, payload, key, delay, priority, group))
 
     def progress(self, fraction: float | None = None, message: str | None = None) -> None:
         """Say how far the handler got: a fraction from 0 to 1, a short message, or both.

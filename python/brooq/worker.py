@@ -69,7 +69,7 @@ from brooq.producer import declare_topic
 from brooq.redact import one_line
 from brooq.rows import fields_row
 from brooq.settler import Settler, log_extra
-from brooq.signals import HandlerSignal
+from brooq.signals import find_signal
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 from brooq.watchdog import Watchdog
 
@@ -81,6 +81,11 @@ log = logging.getLogger("brooq.worker")
 F = TypeVar("F", bound=Callable[..., Any])
 
 CHECK_EVERY = 0.1  # seconds between scans for timeouts and hung handlers
+# An attempt is stopped this long before the job's max_execution deadline (at most a
+# tenth of the time left): the deadline ends the lease, and the worker's own settle,
+# which names the cause, must reach the database before a heartbeat or a reap sees
+# the lease end.
+EXECUTION_MARGIN = 2 * CHECK_EVERY
 GATHER_GAP = 0.0005  # seconds: a claim waits this long after the last finished handler...
 GATHER_MAX = 0.002  # ...and at most this long after the first (see Worker._claim_at)
 MAX_SLEEP = 1.0  # the loop turns at least this often (health, stop requests)
@@ -164,6 +169,7 @@ class Worker:
         self.metrics.slots.set(c.concurrency)
         self._handlers: dict[str, TopicHandler] = {}
         self._durations: dict[str, Any] = {}  # topic -> its histogram series (labels() takes a lock)
+        self._max_execution: dict[str, timedelta | None] = {}  # read from the database at start
         self._lock = threading.Lock()
         self._waker = Waker()
         self._completions: deque[tuple[Attempt, Outcome]] = deque()
@@ -227,7 +233,8 @@ class Worker:
                 max_lease_losses: int = 5,
                 max_lease: timedelta = timedelta(hours=1),
                 max_in_flight: int | None = None, rate: int | None = None,
-                per: timedelta | None = None) -> Callable[[F], F]:
+                per: timedelta | None = None,
+                max_execution: timedelta | None = None) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``topic``.
 
         The topic settings are declared in the database when the worker starts
@@ -238,6 +245,11 @@ class Worker:
         ``max_in_flight``, ``rate`` and ``per`` are the topic's flow limits, enforced by
         brooq.claim across all workers (None: no limit; see declare_topic). Every worker
         declares them at start: give every worker of the topic the same ones.
+        ``max_execution`` bounds a job across all its attempts, from its first claim (None:
+        no limit): past it the attempt running is stopped and settled as failed (naming
+        max_execution), and every later attempt fails at once without running the handler,
+        until the attempts are spent. At start the worker refuses a ``timeout`` longer than
+        the topic's max_execution as the database holds it.
         """
         if self._started:
             raise RuntimeError("register handlers before run()")
@@ -245,6 +257,8 @@ class Worker:
             raise ValueError(f"topic {topic!r} already has a handler")
         if timeout is not None and timeout <= timedelta(0):
             raise ConfigError([f"handler {topic!r}: timeout must be positive or None"])
+        if max_execution is not None and max_execution <= timedelta(0):
+            raise ConfigError([f"handler {topic!r}: max_execution must be positive or None"])
         if self.config.lease > max_lease:
             raise ConfigError([(f"handler {topic!r}: the worker's lease {format_duration(self.config.lease)} "
                                 f"is longer than the topic's max_lease {format_duration(max_lease)}")])
@@ -253,7 +267,7 @@ class Worker:
             self._handlers[topic] = TopicHandler(
                 topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
                 backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease,
-                max_in_flight, rate, per)
+                max_in_flight, rate, per, max_execution)
             self._counts.add_topic(topic)
             self.metrics.declare_topic(topic)
             self._durations[topic] = self.metrics.duration.labels(topic)
@@ -278,7 +292,8 @@ class Worker:
                       backoff_max=h.backoff_max, retention=h.retention,
                       max_payload_bytes=h.max_payload_bytes, notify=h.notify,
                       max_lease_losses=h.max_lease_losses, max_lease=h.max_lease,
-                      max_in_flight=h.max_in_flight, rate=h.rate, per=h.per)
+                      max_in_flight=h.max_in_flight, rate=h.rate, per=h.per,
+                      max_execution=h.max_execution)
 
     # --- control from other threads -----------------------------------------------
 
@@ -578,7 +593,25 @@ class Worker:
             except BrooqError as exc:
                 self._fatal = ConfigError([f"handler {h.topic!r}: {exc}"])
                 raise
+        self._check_max_execution(conn)
         self._declared = True
+
+    def _check_max_execution(self, conn: psycopg.Connection[Any]) -> None:
+        """Refuse to start when an attempt timeout is longer than its topic's max_execution
+        (as the database holds it: declared by us, or by an admin): every such handler in
+        one ConfigError."""
+        rows = conn.execute(queries.TOPIC_MAX_EXECUTION, [list(self._handlers)]).fetchall()
+        self._max_execution = {topic: limit for topic, limit in rows}
+        problems = []
+        for h in self._handlers.values():
+            limit = self._max_execution.get(h.topic)
+            if limit is not None and h.timeout is not None and h.timeout > limit:
+                problems.append(f"handler {h.topic!r}: timeout {format_duration(h.timeout)} is longer than "
+                                f"the topic's max_execution {format_duration(limit)} (a job's time across "
+                                "all its attempts): shorten the timeout, or raise max_execution")
+        if problems:
+            self._fatal = ConfigError(problems)
+            raise self._fatal
 
     def _lost_connection(self, exc: BaseException) -> None:
         if self._fatal is not None:
@@ -643,6 +676,10 @@ class Worker:
         queued: list[Attempt] = []  # sync: started by a pool thread when one is free
         for job in jobs:
             att = self._start(job, now)
+            if att.out_of_time(started):  # max_execution spent before this attempt: never run it
+                self._running.discard(att)
+                self._out_of_time(att, started, before=True)
+                continue
             if att.handler.is_async:
                 att.begin(started)
                 coros.append(self._run_async(att))
@@ -661,6 +698,9 @@ class Worker:
 
     def _start(self, job: Job, now: float) -> Attempt:
         att = Attempt(job, self._handlers[job.topic])  # begun when its handler starts
+        if job.execution_left is not None:  # from `now`, taken before the claim's round trip
+            left = job.execution_left.total_seconds()
+            att.execution_ends = now + left - min(EXECUTION_MARGIN, left / 10)
         self._leases.hold(att, now)
         self._running.add(att)
         self._counts.topics[job.topic].claimed += 1
@@ -747,7 +787,7 @@ class Worker:
         outcome = of_exception(exc)
         job = att.job
         if outcome.outcome == "failed" and not job.is_canceled():
-            if isinstance(exc, HandlerSignal):
+            if find_signal(exc) is not None:
                 log.info("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
                          job.max_attempts, outcome.error, extra=log_extra(job, "retry"))
             else:
@@ -764,7 +804,9 @@ class Worker:
             att, outcome = self._completions.popleft()
             self._running.discard(att)
             if att.phase != STARTED:  # never run: its lease was lost or ran out before it started
-                if not att.closed:  # ran out by our clock: hand it back if it is still ours
+                if not att.closed and att.out_of_time(now):  # its max_execution ran out
+                    self._out_of_time(att, now, before=True)
+                elif not att.closed:  # ran out by our clock: hand it back if it is still ours
                     att.closed = True
                     self._settler.add(att, Outcome("preserve", None, timedelta(0)))
                 continue
@@ -798,6 +840,11 @@ class Worker:
     def _check_attempts(self, now: float) -> None:
         self._next_check = now + CHECK_EVERY
         for att in list(self._running):
+            if not att.closed and att.out_of_time(now):
+                with self._lock:  # a pool thread starts no attempt closed under the lock
+                    before = att.phase != STARTED
+                    att.closed = True
+                self._out_of_time(att, now, before=before)
             if not att.closed and att.deadline is not None and now >= att.deadline:
                 att.closed = True
                 self._cancel_attempt(att, "timeout", now)
@@ -815,6 +862,27 @@ class Worker:
                           "(%s); it holds a slot until it returns", att.job.id, att.job.topic,
                           getattr(att.handler.fn, "__qualname__", att.handler.fn),
                           now - att.canceled_at, att.job.canceled.reason)
+
+    def _out_of_time(self, att: Attempt, now: float, *, before: bool) -> None:
+        """The job's max_execution ran out: stop its handler (if it runs) and settle the
+        attempt failed, naming the cause. Never 'preserve': the next attempt would be out of
+        time as well; the database makes the job dead only when its attempts are spent."""
+        job = att.job
+        att.closed = True  # a queued one is skipped by its thread; a running one's answer ignored
+        if not before:
+            self._cancel_attempt(att, "max_execution", now)
+        limit = self._max_execution.get(job.topic)
+        spent = f"max_execution {format_duration(limit)}" if limit is not None else "max_execution"
+        deadline = "" if job.execution_deadline is None else f" at {job.execution_deadline.isoformat()}"
+        if before:
+            error = (f"{spent} exceeded: the job's time since its first claim ran out{deadline}, "
+                     "before this attempt started; the handler was not run")
+        else:
+            error = (f"{spent} exceeded: the job's time since its first claim ran out{deadline}; "
+                     "the attempt was stopped")
+        log.warning("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
+                    job.max_attempts, error, extra=log_extra(job, "failed"))
+        self._settler.add(att, Outcome("failed", error))
 
     # --- stop ---------------------------------------------------------------------
 
@@ -836,10 +904,14 @@ class Worker:
                     att.phase = SKIPPED
                     withdrawn.append(att)
             self._queued -= len(withdrawn)
+        now = time.monotonic()
         for att in withdrawn:
             self._running.discard(att)
             if att.closed:
                 continue  # lease already lost: nothing to hand back
+            if att.out_of_time(now):  # handed back, it would fail at its next claim anyway
+                self._out_of_time(att, now, before=True)
+                continue
             att.closed = True
             self._settler.add(att, Outcome("preserve", None, timedelta(0)))
         if withdrawn:

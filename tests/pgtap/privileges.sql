@@ -21,11 +21,11 @@ select isnt_member_of('brooq_producer', array['brooq_worker'], 'brooq_worker is 
 
 create temp table matrix (routine regprocedure, producer boolean, worker boolean, admin boolean) on commit drop;
 insert into matrix values
-    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval)', false, false, true),
+    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval)', false, false, true),
     ('brooq.pause_topic(text)', false, false, true),
     ('brooq.resume_topic(text)', false, false, true),
-    ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval)', true, false, true),
-    ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval)', true, false, true),
+    ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text)', true, false, true),
+    ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[])', true, false, true),
     ('brooq.claim(text, text[], integer, interval)', false, true, true),
     ('brooq.settle(bigint, text, bigint, text, text, interval, jsonb)', false, true, true),
     ('brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[])', false, true, true),

@@ -317,7 +317,7 @@ class TopicSettings:
 
 def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
     settings: dict[str, Any] = {"max_attempts": args.max_attempts, "notify": args.notify}
-    for name in ("backoff_base", "backoff_max", "retention", "max_payload_bytes"):
+    for name in ("backoff_base", "backoff_max", "retention", "max_payload_bytes", "max_execution"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     with connect(args) as conn:
@@ -667,6 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backoff-max", type=parse_duration, help="cap on retry delays (default 1m)")
     p.add_argument("--retention", type=parse_duration, help="keep finished jobs (default 30d; 0s: forever)")
     p.add_argument("--max-payload-bytes", type=positive_int, help="default 1048576")
+    p.add_argument("--max-execution", type=parse_duration,
+                   help="a job's time across all its attempts, from its first claim (default: no limit)")
     p.add_argument("--no-notify", dest="notify", action="store_false",
                    help="do not NOTIFY workers on enqueue (they poll)")
     p.set_defaults(func=cmd_declare_topic, parser=p)
