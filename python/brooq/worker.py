@@ -69,7 +69,7 @@ from brooq.producer import declare_topic
 from brooq.redact import one_line
 from brooq.rows import fields_row
 from brooq.settler import Settler, log_extra
-from brooq.signals import HandlerSignal
+from brooq.signals import find_signal
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 from brooq.watchdog import Watchdog
 
@@ -787,7 +787,7 @@ class Worker:
         outcome = of_exception(exc)
         job = att.job
         if outcome.outcome == "failed" and not job.is_canceled():
-            if isinstance(exc, HandlerSignal):
+            if find_signal(exc) is not None:
                 log.info("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
                          job.max_attempts, outcome.error, extra=log_extra(job, "retry"))
             else:
