@@ -27,7 +27,7 @@ from brooq import config, producer, queries
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
 from brooq.payload import jsonb
-from brooq.producer import STATES, JobFate, TopicStats
+from brooq.producer import HELD_BY, STATES, JobFate, TopicStats
 from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
@@ -169,6 +169,12 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def held(r: TopicStats) -> str:
+    """The ready jobs a flow limit keeps back now, by limit: "2 in_flight, 1 group", or "-"."""
+    parts = [f"{n} {limit}" for limit in HELD_BY if (n := getattr(r, f"held_by_{limit}"))]
+    return ", ".join(parts) or "-"
+
+
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         rows = producer.topic_stats(conn)
@@ -179,9 +185,9 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
         out.write("no topics yet: declare one with brooq declare-topic NAME\n")
         return 0
     headers = ["topic", "paused", "pending", "failed", "ready", "scheduled", "processing",
-               "expired", "oldest ready"]
+               "expired", "oldest ready", "held"]
     table = [[r.topic, "yes" if r.paused else "no", r.pending, r.failed, r.ready, r.scheduled,
-              r.processing, r.expired, format_duration(r.oldest_ready_age)] for r in rows]
+              r.processing, r.expired, format_duration(r.oldest_ready_age), held(r)] for r in rows]
     out.write(format_table(headers, table) + "\n")
     return 0
 
