@@ -154,11 +154,24 @@ def test_stats_shows_depth_by_topic(db: str) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["topic", "paused", "pending", "failed", "ready", "scheduled",
-                                "processing", "expired", "oldest", "ready"]
+                                "processing", "expired", "oldest", "ready", "held"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
     assert rows["mail"][:7] == ["no", "3", "0", "3", "0", "0", "0"]
     assert re.fullmatch(r"\d+ms|\d+\.\ds", rows["mail"][7])  # age of the oldest ready job
-    assert rows["sms"] == ["no", "1", "0", "0", "1", "0", "0", "-"]
+    assert rows["sms"] == ["no", "1", "0", "0", "1", "0", "0", "-", "-"]
+    assert rows["mail"][8] == "-"  # no flow limit holds anything back
+
+
+def test_stats_shows_the_jobs_each_flow_limit_holds_back(db: str) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('mail', max_in_flight => 1)")
+        conn.execute("select brooq.enqueue_many('mail', array_fill('{}'::jsonb, array[3]),"
+                     " group_keys => array['a', 'a', 'b'])")
+        conn.execute("select brooq.claim('w', array['mail'], 10)")
+    done = brooq("stats", dsn=db)
+    assert done.returncode == 0, done.stderr
+    # 2 ready, 0 room: both held by max_in_flight; the second of group a by its group too
+    assert done.stdout.splitlines()[2].split()[-4:] == ["2", "in_flight,", "1", "group"]
 
 
 def test_stats_without_topics(db: str) -> None:
