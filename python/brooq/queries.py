@@ -99,6 +99,21 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
  where topic = any(%s::text[])
 """
 
+# Periodic jobs on pg_cron (admin); the view brooq.schedules (worker, admin).
+SCHEDULE: LiteralString = """
+select brooq.schedule(name => %s::text, cron => %s::text, topic => %s::text,
+                      payload => %s::jsonb, priority => %s::integer)
+"""
+
+UNSCHEDULE: LiteralString = "select brooq.unschedule(name => %s::text)"
+
+SCHEDULES: LiteralString = """
+select name, cron, topic, payload, priority, created_at, updated_at, last_tick_at, last_job_id,
+       last_job_state
+  from brooq.schedules
+ order by name
+"""
+
 # brooq.health(): six checks, each ok, warn or fail (brooq_worker and brooq_admin).
 HEALTH: LiteralString = "select name, status, detail from brooq.health()"
 

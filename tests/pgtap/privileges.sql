@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(203);
+select plan(219);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -38,6 +38,10 @@ insert into matrix values
     ('brooq.retry_dead(text, boolean, integer, timestamptz)', false, false, true),
     ('brooq._retry(bigint[], text[])', false, false, false),
     ('brooq.health()', false, true, true),
+    ('brooq.schedule(text, text, text, jsonb, integer)', false, false, true),
+    ('brooq.unschedule(text)', false, false, true),
+    ('brooq._schedule_tick(text)', false, false, false),
+    ('brooq._schedule_tick_at(text, timestamptz)', false, false, false),
     ('brooq.purge(integer)', false, false, true),
     ('brooq.purge_all(integer, integer)', false, false, true),
     ('brooq.schedule_maintenance(text, text)', false, false, true),

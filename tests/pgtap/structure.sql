@@ -7,9 +7,10 @@ select plan(72);
 -- Structure -------------------------------------------------------------------
 
 select has_schema('brooq');
-select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'job_group'],
-    'brooq has exactly the tables topic, job, job_watch, claim_window and job_group');
-select views_are('brooq', array['topic_stats', 'in_flight', 'jobs'], 'brooq has exactly the views topic_stats, in_flight and jobs');
+select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'job_group', 'schedule'],
+    'brooq has exactly the tables topic, job, job_watch, claim_window, job_group and schedule');
+select views_are('brooq', array['topic_stats', 'in_flight', 'jobs', 'schedules'],
+    'brooq has exactly the views topic_stats, in_flight, jobs and schedules');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check'],
     'brooq has exactly its named row types and the state domain');
 select domains_are('brooq', array['job_state'], 'brooq has the one domain job_state');
