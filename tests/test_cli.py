@@ -87,6 +87,13 @@ def test_dsn_comes_from_brooq_dsn(db: str) -> None:
     assert fate(db, enqueued_id(done.stdout)) == ("pending", 0)
 
 
+def test_an_empty_brooq_dsn_counts_as_unset() -> None:
+    done = brooq("stats", env={"BROOQ_DSN": ""})
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        "\nbrooq: error: no database given: pass --dsn postgresql://... or set BROOQ_DSN\n")
+
+
 def test_job_prints_its_fate_on_one_line(db: str) -> None:
     declare(db)
     job_id = enqueued_id(brooq("enqueue", "mail", '{"n": 1}', "--priority", "3", dsn=db).stdout)
@@ -369,6 +376,7 @@ def test_worker_runs_a_module_object_and_logs_progress_in_a_pipe(db: str, worker
         conn.execute("select brooq.enqueue_many('cli.echo', array(select jsonb_build_object('n', i)"
                      " from generate_series(1, 50) i))")
     env = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")}
+    env |= {"BROOQ_LEASE": "", "BROOQ_PREFETCH": "", "BROOQ_METRICS_ADDRESS": ""}  # empty: unset
     proc = subprocess.Popen([*COMMAND, "worker", "cliapp:worker", "--dsn", db, "--concurrency", "3",
                              "--lease", "5s", "--progress", "log"],
                             cwd=worker_app, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

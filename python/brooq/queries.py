@@ -24,7 +24,8 @@ ENQUEUE: LiteralString = """
 select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,
                      available_at => %s::timestamptz, priority => %s::integer,
-                     delay => %s::interval, group_key => %s::text)
+                     delay => %s::interval, group_key => %s::text,
+                     trace_context => %s::jsonb)
 """
 
 ENQUEUE_MANY: LiteralString = """
@@ -32,7 +33,7 @@ select id, created
   from brooq.enqueue_many(topic => %s::text, payloads => %s::jsonb[],
                           idempotency_keys => %s::text[], available_at => %s::timestamptz,
                           priority => %s::integer, delay => %s::interval,
-                          group_keys => %s::text[])
+                          group_keys => %s::text[], trace_context => %s::jsonb)
 """
 
 DECLARE_TOPIC: LiteralString = """
@@ -122,7 +123,7 @@ RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 
 CLAIM: LiteralString = """
 select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at,
-       execution_deadline, execution_left
+       execution_deadline, execution_left, trace_context
   from brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
                    lease => %s::interval)
 """

@@ -41,7 +41,8 @@ select set_eq(
 select columns_are('brooq', 'job',
     array['id', 'topic', 'payload', 'state', 'priority', 'attempts', 'max_attempts', 'idempotency_key',
           'available_at', 'created_at', 'updated_at', 'locked_by', 'locked_until', 'lease_token',
-          'last_error', 'result', 'lease_losses', 'progress', 'first_claimed_at', 'group_key', 'group_seq']);
+          'last_error', 'result', 'lease_losses', 'progress', 'first_claimed_at', 'group_key', 'group_seq',
+          'trace_context']);
 select col_is_pk('brooq', 'job', 'id', 'job is keyed by id');
 select col_type_is('brooq', 'job', 'id', 'bigint', 'job ids are bigint');
 select col_type_is('brooq', 'job', 'payload', 'jsonb', 'the payload is jsonb');
@@ -112,7 +113,7 @@ select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a
       where a.attrelid = (select typrelid from pg_type where oid = 'brooq.claimed_job'::regtype) and a.attnum > 0),
     array['id', 'topic', 'payload', 'attempt', 'max_attempts', 'priority', 'lease_token', 'locked_until', 'created_at',
-          'execution_deadline', 'execution_left'],
+          'execution_deadline', 'execution_left', 'trace_context'],
     'claimed_job carries lease_token under the name settle and heartbeat take');
 select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a
