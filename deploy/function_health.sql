@@ -45,7 +45,11 @@ begin;
 -- of brooq's owner. The owner sees the transactions of other roles only if it is
 -- a superuser or a member of pg_read_all_stats; otherwise xmin_horizon says how
 -- many sessions it could not see. Times come from brooq._now(), so a test can
--- move the clock.
+-- move the clock. It reads brooq.job through partial indexes only, and counts at
+-- most 10,000 ready jobs per paused topic: about 10 ms on a table of a million
+-- rows. (One query over every paused topic at once made the planner guess
+-- hundreds of topics before brooq.topic is analyzed, cost enough to switch JIT
+-- on: 400 ms of compiling for a query that runs in 0.1 ms.)
 --
 -- Returns: (name, status, detail) x 6.
 -- Errors: none of its own.
@@ -84,6 +88,7 @@ declare
     v_oldest timestamptz;
     v_text text;
     v_job record;
+    v_ready bigint;
 begin
     -- dead_tuples, last_vacuum ------------------------------------------------
     select s.n_dead_tup, s.n_live_tup, s.last_autovacuum, s.last_vacuum
@@ -189,19 +194,25 @@ begin
         )::brooq.health_check;
 
     -- paused_topics -----------------------------------------------------------------
-    select count(*) filter (where w.ready > 0),
-           string_agg(format('%s (%s ready, paused since %s)', t.name, coalesce(w.ready, 0),
-                             to_char(t.updated_at, 'YYYY-MM-DD HH24:MI:SSOF')), ', ' order by t.name)
-      into v_count, v_text
-      from brooq.topic t
-      left join lateral (
-           select count(*) as ready
-             from brooq.job j
-            where j.topic = t.name
-              and j.state in ('pending', 'failed')
-              and j.available_at <= v_now
-      ) as w on true
-     where t.paused;
+    v_count := 0;
+    v_text := null;
+    for v_job in
+        select t.name, t.updated_at from brooq.topic t where t.paused order by t.name
+    loop
+        select count(*) into v_ready
+          from (select from brooq.job j
+                 where j.topic = v_job.name
+                   and j.state in ('pending', 'failed')
+                   and j.available_at <= v_now
+                 limit 10001) as r;
+        if v_ready > 0 then
+            v_count := v_count + 1;
+        end if;
+        v_text := concat_ws(', ', v_text,
+                            format('%s (%s ready, paused since %s)', v_job.name,
+                                   case when v_ready > 10000 then '10000+' else v_ready::text end,
+                                   to_char(v_job.updated_at, 'YYYY-MM-DD HH24:MI:SSOF')));
+    end loop;
     return next (
         'paused_topics',
         case when v_count > 0 then 'warn' else 'ok' end,

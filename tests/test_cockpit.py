@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
+from collections.abc import Iterator
 
 import psycopg
+import pytest
 from test_cli import brooq, declare
 
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -224,3 +228,101 @@ def test_health_is_for_workers_and_admins(db: str) -> None:
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute("drop role cockpit_producer")
             conn.execute("drop role cockpit_worker")
+
+
+# --- periodic jobs ------------------------------------------------------------------
+
+@pytest.fixture
+def cron_conn(tap_dsn: str) -> Iterator[Conn]:
+    """The database where pg_cron lives (brooq deployed there); schedules removed after."""
+    with psycopg.connect(tap_dsn, autocommit=True) as conn:
+        if conn.execute("select to_regnamespace('cron') is null").fetchone() == (True,):
+            pytest.skip("pg_cron is not installed in the test database")
+        conn.execute("select brooq.declare_topic('cockpit.report')")
+        try:
+            yield conn
+        finally:
+            for (name,) in conn.execute("select name from brooq.schedules where topic = 'cockpit.report'").fetchall():
+                conn.execute("select brooq.unschedule(%s)", [name])
+            conn.execute("delete from brooq.job where topic = 'cockpit.report'")
+
+
+def test_schedule_list_and_unschedule_from_the_command_line(cron_conn: Conn, tap_dsn: str) -> None:
+    done = brooq("schedule", "cockpit-nightly", "0 3 * * *", "cockpit.report", '{"kind": "nightly"}',
+                 "--priority", "4", dsn=tap_dsn)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"scheduled cockpit-nightly: '0 3 \* \* \*' enqueues a job of topic cockpit.report "
+                        r"each time \(pg_cron job \d+\)\n", done.stdout)
+    row = cron_conn.execute("select command, username from cron.job where jobname = 'brooq_schedule.cockpit-nightly'"
+                            ).fetchone()
+    assert row == ("select brooq._schedule_tick('cockpit-nightly')", "postgres")
+
+    listed = brooq("schedule", "--list", "--json", dsn=tap_dsn)
+    mine = [s for s in json.loads(listed.stdout) if s["name"] == "cockpit-nightly"]
+    assert [(s["cron"], s["topic"], s["payload"], s["priority"], s["last_job_id"]) for s in mine] == [
+        ("0 3 * * *", "cockpit.report", {"kind": "nightly"}, 4, None)]
+    job = cron_conn.execute("select brooq._schedule_tick('cockpit-nightly')").fetchone()
+    text = brooq("schedule", "--list", dsn=tap_dsn).stdout
+    assert re.search(rf"cockpit-nightly +0 3 \* \* \* +cockpit.report +{{\"kind\":\"nightly\"}} +4 +\S+ \S+ +"
+                     rf"{job[0]} \(pending\)", text), text
+
+    assert brooq("unschedule", "cockpit-nightly", dsn=tap_dsn).stdout == "unscheduled cockpit-nightly\n"
+    again = brooq("unschedule", "cockpit-nightly", dsn=tap_dsn)
+    assert (again.returncode, again.stdout) == (1, "no schedule named cockpit-nightly\n")
+    assert cron_conn.execute("select count(*) from cron.job where jobname like 'brooq_schedule.cockpit-%'"
+                             ).fetchone() == (0,)
+
+
+def test_two_runs_of_one_tick_at_once_enqueue_one_job(cron_conn: Conn, tap_dsn: str) -> None:
+    cron_conn.execute("select brooq.schedule('cockpit-race', '* * * * *', 'cockpit.report')")
+    cron_conn.execute("select cron.alter_job(jobid, active => false) from cron.job "
+                      "where jobname = 'brooq_schedule.cockpit-race'")  # only this test ticks it
+    at = "2031-01-01 03:00:00+00"
+    with psycopg.connect(tap_dsn) as first, psycopg.connect(tap_dsn) as second:
+        for conn, second_of_minute in ((first, "00.2"), (second, "59.8")):
+            conn.execute(f"set brooq.now = '2031-01-01 03:00:{second_of_minute}+00'")
+        one = first.execute("select brooq._schedule_tick('cockpit-race')").fetchone()  # not committed yet
+        result: list[object] = []
+        racer = threading.Thread(target=lambda: result.append(
+            second.execute("select brooq._schedule_tick('cockpit-race')").fetchone()))
+        racer.start()
+        time.sleep(0.5)
+        assert racer.is_alive()  # waits for the first run's transaction
+        first.commit()
+        racer.join(10)
+        second.commit()
+    assert result == [one]
+    rows = cron_conn.execute("select idempotency_key from brooq.job where topic = 'cockpit.report'").fetchall()
+    assert rows == [(f"schedule:cockpit-race:{at[:10]}T03:00:00Z",)]
+
+
+def test_schedule_without_pg_cron_says_how_to_install_it(db: str) -> None:
+    declare(db, "report")
+    done = brooq("schedule", "nightly", "0 3 * * *", "report", dsn=db)
+    assert done.returncode == 1
+    assert 'pg_cron is not installed in database "' in done.stderr
+    assert "[55000 object_not_in_prerequisite_state]" in done.stderr and "shared_preload_libraries" in done.stderr
+    with psycopg.connect(db) as conn:
+        assert conn.execute("select count(*) from brooq.schedules").fetchone() == (0,)
+
+
+@pytest.mark.long
+def test_pg_cron_runs_a_schedule_and_enqueues_one_job_for_its_tick(cron_conn: Conn) -> None:
+    """A real pg_cron run: '* * * * *' fires at the next minute (up to ~60 s away)."""
+    cron_conn.execute("select brooq.schedule('cockpit-minute', '* * * * *', 'cockpit.report', '{\"n\": 1}')")
+    deadline = time.monotonic() + 75
+    rows: list[tuple[object, ...]] = []
+    while time.monotonic() < deadline and not rows:
+        time.sleep(1)
+        rows = cron_conn.execute("select id, idempotency_key, payload from brooq.job "
+                                 "where topic = 'cockpit.report'").fetchall()
+    assert len(rows) == 1, "pg_cron did not run the schedule within 75 s"
+    job_id, key, payload = rows[0]
+    assert payload == {"n": 1}
+    assert re.fullmatch(r"schedule:cockpit-minute:\d{4}-\d\d-\d\dT\d\d:\d\d:00Z", str(key))
+    run = cron_conn.execute(
+        "select d.status, d.return_message from cron.job_run_details d join cron.job c using (jobid) "
+        "where c.jobname = 'brooq_schedule.cockpit-minute' order by d.runid desc limit 1").fetchone()
+    assert run == ("succeeded", "1 row")
+    assert cron_conn.execute("select last_job_id from brooq.schedules where name = 'cockpit-minute'"
+                             ).fetchone() == (job_id,)

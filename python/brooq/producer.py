@@ -13,8 +13,9 @@ from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.rows import class_row, scalar_row
+from psycopg.types.json import Jsonb
 
-from brooq import queries
+from brooq import queries, tracing
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
 from brooq.payload import jsonb
 
@@ -88,14 +89,24 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     committed (brooq.enqueue's group_key).
     """
     _sync(conn, "enqueue")
-    try:
-        with mapped(PRODUCER, conn):
-            row = conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE, enqueue_args(topic, payload, key, at, delay, priority, group)).fetchone()
-    except KeyBusy as exc:
-        raise key_busy(topic, busy_what(key, group)) from exc.__cause__
-    assert row is not None  # brooq.enqueue returns exactly one row
-    return row
+    args = enqueue_args(topic, payload, key, at, delay, priority, group)
+
+    def call(trace_context: dict[str, str] | None) -> Enqueued:
+        try:
+            with mapped(PRODUCER, conn):
+                row = conn.cursor(row_factory=class_row(Enqueued)).execute(
+                    queries.ENQUEUE, [*args, trace_arg(trace_context)]).fetchone()
+        except KeyBusy as exc:
+            raise key_busy(topic, busy_what(key, group)) from exc.__cause__
+        assert row is not None  # brooq.enqueue returns exactly one row
+        return row
+
+    return tracing.send(topic, "enqueue", None, call)
+
+
+def trace_arg(trace_context: dict[str, str] | None) -> Jsonb | None:
+    """The trace_context parameter of brooq.enqueue/enqueue_many (see brooq.tracing)."""
+    return None if trace_context is None else Jsonb(trace_context)
 
 
 def enqueue_args(topic: str, payload: Any, key: str | None, at: datetime | None,
@@ -153,13 +164,17 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
     ``groups``: one ordered group per payload (None: no group), see enqueue."""
     _sync(conn, "enqueue_many")
     args = enqueue_many_args(topic, payloads, keys, at, delay, priority, groups)
-    try:
-        with mapped(PRODUCER, conn):
-            return conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE_MANY, args).fetchall()
-    except KeyBusy as exc:
-        what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
-        raise key_busy(topic, what) from exc.__cause__
+
+    def call(trace_context: dict[str, str] | None) -> list[Enqueued]:
+        try:
+            with mapped(PRODUCER, conn):
+                return conn.cursor(row_factory=class_row(Enqueued)).execute(
+                    queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)]).fetchall()
+        except KeyBusy as exc:
+            what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
+            raise key_busy(topic, what) from exc.__cause__
+
+    return tracing.send(topic, "enqueue_many", len(args[1]), call)
 
 
 def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,

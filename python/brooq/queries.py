@@ -24,7 +24,8 @@ ENQUEUE: LiteralString = """
 select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,
                      available_at => %s::timestamptz, priority => %s::integer,
-                     delay => %s::interval, group_key => %s::text)
+                     delay => %s::interval, group_key => %s::text,
+                     trace_context => %s::jsonb)
 """
 
 ENQUEUE_MANY: LiteralString = """
@@ -32,7 +33,7 @@ select id, created
   from brooq.enqueue_many(topic => %s::text, payloads => %s::jsonb[],
                           idempotency_keys => %s::text[], available_at => %s::timestamptz,
                           priority => %s::integer, delay => %s::interval,
-                          group_keys => %s::text[])
+                          group_keys => %s::text[], trace_context => %s::jsonb)
 """
 
 DECLARE_TOPIC: LiteralString = """
@@ -98,6 +99,21 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
  where topic = any(%s::text[])
 """
 
+# Periodic jobs on pg_cron (admin); the view brooq.schedules (worker, admin).
+SCHEDULE: LiteralString = """
+select brooq.schedule(name => %s::text, cron => %s::text, topic => %s::text,
+                      payload => %s::jsonb, priority => %s::integer)
+"""
+
+UNSCHEDULE: LiteralString = "select brooq.unschedule(name => %s::text)"
+
+SCHEDULES: LiteralString = """
+select name, cron, topic, payload, priority, created_at, updated_at, last_tick_at, last_job_id,
+       last_job_state
+  from brooq.schedules
+ order by name
+"""
+
 # brooq.health(): six checks, each ok, warn or fail (brooq_worker and brooq_admin).
 HEALTH: LiteralString = "select name, status, detail from brooq.health()"
 
@@ -107,7 +123,7 @@ RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 
 CLAIM: LiteralString = """
 select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at,
-       execution_deadline, execution_left
+       execution_deadline, execution_left, trace_context
   from brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
                    lease => %s::interval)
 """

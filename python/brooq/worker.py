@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import psycopg
 
-from brooq import queries
+from brooq import queries, tracing
 from brooq._version import __version__
 from brooq.attempt import QUEUED, SKIPPED, STARTED, Attempt, TopicHandler
 from brooq.compat import check_schema
@@ -423,7 +423,8 @@ class Worker:
             self._server.stop()
         if self._listening is not None:
             self._listening.join(timeout=2.0)
-        self.metrics.busy_slots.set(0)
+        for counts in self._counts.topics.values():
+            counts.busy = 0
 
     # --- the loop -----------------------------------------------------------------
 
@@ -694,7 +695,17 @@ class Worker:
         if coros:
             assert self._async is not None
             self._async.spawn(coros)
-        self.metrics.busy_slots.set(len(self._running) - self._queued)
+        self._count_busy()
+
+    def _count_busy(self) -> None:
+        """Set each topic's busy gauge (Counters): its handlers started and not yet drained."""
+        busy = dict.fromkeys(self._handlers, 0)
+        for att in self._running:
+            if att.phase == STARTED:
+                busy[att.job.topic] += 1
+        topics = self._counts.topics
+        for topic, n in busy.items():
+            topics[topic].busy = n
 
     def _start(self, job: Job, now: float) -> Attempt:
         att = Attempt(job, self._handlers[job.topic])  # begun when its handler starts
@@ -758,10 +769,15 @@ class Worker:
             self._waker.wake()
             return
         t0 = time.perf_counter()
-        try:
-            outcome = of_return(att.handler.fn(att.job))
-        except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
-            outcome = self._failed(att, exc)
+        tracer = tracing.tracer()  # None unless the application set up OpenTelemetry
+        if tracer is not None:
+            outcome = tracing.attempt(tracer, att.job, att.handler.fn,
+                                      lambda exc: self._failed(att, exc))
+        else:
+            try:
+                outcome = of_return(att.handler.fn(att.job))
+            except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
+                outcome = self._failed(att, exc)
         att.elapsed = time.perf_counter() - t0
         self._completions.append((att, outcome))
         self._waker.wake()
@@ -771,11 +787,16 @@ class Worker:
         att.task = asyncio.current_task()
         if att.cancel_requested and att.task is not None:
             att.task.cancel()  # told to stop before it started: CancelledError at its first await
-        try:
-            result: Awaitable[Any] = att.handler.fn(att.job)
-            outcome = of_return(await result)
-        except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
-            outcome = self._failed(att, exc)
+        tracer = tracing.tracer()
+        if tracer is not None:
+            outcome = await tracing.attempt_async(tracer, att.job, att.handler.fn,
+                                                  lambda exc: self._failed(att, exc))
+        else:
+            try:
+                result: Awaitable[Any] = att.handler.fn(att.job)
+                outcome = of_return(await result)
+            except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
+                outcome = self._failed(att, exc)
         att.elapsed = time.perf_counter() - t0
         self._completions.append((att, outcome))
         self._waker.wake()
@@ -821,7 +842,7 @@ class Worker:
         self._last_done = now
         if self._gather_from is None:
             self._gather_from = now
-        self.metrics.busy_slots.set(len(self._running) - self._queued)
+        self._count_busy()
 
     def _cancel_attempt(self, att: Attempt, reason: str, now: float) -> None:
         if att.canceled_at is None:
@@ -839,6 +860,7 @@ class Worker:
 
     def _check_attempts(self, now: float) -> None:
         self._next_check = now + CHECK_EVERY
+        self._count_busy()  # a sync handler starts on a pool thread: seen here within CHECK_EVERY
         for att in list(self._running):
             if not att.closed and att.out_of_time(now):
                 with self._lock:  # a pool thread starts no attempt closed under the lock
@@ -917,7 +939,7 @@ class Worker:
         if withdrawn:
             log.info("worker %s: handing back %d prefetched jobs that never started", self.name,
                      len(withdrawn))
-            self.metrics.busy_slots.set(len(self._running) - self._queued)
+            self._count_busy()
 
     def _abort(self, now: float) -> None:
         """Stop now: settle what finished, tell running handlers to stop, renew nothing."""

@@ -26,7 +26,8 @@ from psycopg.rows import class_row, scalar_row
 from brooq import config, producer, queries
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
-from brooq.producer import STATES, JobFate, TopicStats
+from brooq.payload import jsonb
+from brooq.producer import HELD_BY, STATES, JobFate, TopicStats
 from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
@@ -169,6 +170,12 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def held(r: TopicStats) -> str:
+    """The ready jobs a flow limit keeps back now, by limit: "2 in_flight, 1 group", or "-"."""
+    parts = [f"{n} {limit}" for limit in HELD_BY if (n := getattr(r, f"held_by_{limit}"))]
+    return ", ".join(parts) or "-"
+
+
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         rows = producer.topic_stats(conn)
@@ -179,9 +186,9 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
         out.write("no topics yet: declare one with brooq declare-topic NAME\n")
         return 0
     headers = ["topic", "paused", "pending", "failed", "ready", "scheduled", "processing",
-               "expired", "oldest ready"]
+               "expired", "oldest ready", "held"]
     table = [[r.topic, "yes" if r.paused else "no", r.pending, r.failed, r.ready, r.scheduled,
-              r.processing, r.expired, format_duration(r.oldest_ready_age)] for r in rows]
+              r.processing, r.expired, format_duration(r.oldest_ready_age), held(r)] for r in rows]
     out.write(format_table(headers, table) + "\n")
     return 0
 
@@ -220,6 +227,61 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
     if count == max_jobs:
         out.write(f"stopped at --max-jobs {max_jobs}: run it again for the rest\n")
     return 0
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A row of the view brooq.schedules."""
+
+    name: str
+    cron: str
+    topic: str
+    payload: Any
+    priority: int
+    created_at: datetime
+    updated_at: datetime
+    last_tick_at: datetime | None
+    last_job_id: int | None
+    last_job_state: str | None
+
+
+def cmd_schedule(args: argparse.Namespace, out: TextIO) -> int:
+    if args.list:
+        if args.name or args.cron or args.topic or args.payload is not None:
+            raise UsageError("--list takes no NAME, CRON, TOPIC or JSON")
+        with connect(args) as conn, mapped(WORKER, conn):
+            rows = conn.cursor(row_factory=class_row(Schedule)).execute(queries.SCHEDULES).fetchall()
+        if args.json:
+            write_json(out, [{k: json_value(v) for k, v in vars(r).items()} for r in rows])
+        elif not rows:
+            out.write("no schedules yet: brooq schedule NAME CRON TOPIC [JSON]\n")
+        else:
+            table = [[r.name, r.cron, r.topic, json.dumps(r.payload, separators=(",", ":"))[:60], r.priority,
+                      format_time(r.last_tick_at) if r.last_tick_at else "-",
+                      f"{r.last_job_id} ({r.last_job_state or 'purged'})" if r.last_job_id else "-"]
+                     for r in rows]
+            out.write(format_table(["name", "cron", "topic", "payload", "priority", "last tick", "last job"],
+                                   table) + "\n")
+        return 0
+    if not (args.name and args.cron and args.topic):
+        raise UsageError("give NAME CRON TOPIC [JSON], e.g. brooq schedule nightly '0 3 * * *' report, or --list")
+    payload = parse_payload(args.payload if args.payload is not None else "{}")
+    with connect(args) as conn, mapped(ADMIN, conn):
+        jobid = conn.cursor(row_factory=scalar_row).execute(
+            queries.SCHEDULE, [args.name, args.cron, args.topic, jsonb(payload), args.priority]).fetchone()
+    out.write(f"scheduled {args.name}: {args.cron!r} enqueues a job of topic {args.topic} each time"
+              f" (pg_cron job {jobid})\n")
+    return 0
+
+
+def cmd_unschedule(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn, mapped(ADMIN, conn):
+        removed = conn.cursor(row_factory=scalar_row).execute(queries.UNSCHEDULE, [args.name]).fetchone()
+    if removed:
+        out.write(f"unscheduled {args.name}\n")
+        return 0
+    out.write(f"no schedule named {args.name}\n")
+    return 1
 
 
 @dataclass(frozen=True)
@@ -581,6 +643,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", parents=[dsn, as_json], help="depth and lag by topic")
     p.set_defaults(func=cmd_stats, parser=p)
+
+    p = sub.add_parser("schedule", parents=[dsn, as_json],
+                       help="a periodic job on pg_cron: brooq schedule NAME CRON TOPIC [JSON] | --list")
+    p.add_argument("name", nargs="?", metavar="NAME", help="1 to 48 of a-z 0-9 . - _")
+    p.add_argument("cron", nargs="?", metavar="CRON",
+                   help="a pg_cron schedule, e.g. '0 3 * * *' (or '30 seconds' on pg_cron 1.5+)")
+    p.add_argument("topic", nargs="?", metavar="TOPIC", help="a declared topic")
+    p.add_argument("payload", nargs="?", metavar="JSON", help="the payload of every job (default {}); - reads stdin")
+    p.add_argument("--priority", type=int, default=0, help="the priority of every job (default 0)")
+    p.add_argument("--list", action="store_true", help="list the schedules and the last job of each")
+    p.set_defaults(func=cmd_schedule, parser=p)
+
+    p = sub.add_parser("unschedule", parents=[dsn], help="remove a periodic job")
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(func=cmd_unschedule, parser=p)
 
     p = sub.add_parser("health", parents=[dsn, as_json],
                        help="what needs a person: vacuum, expired leases, paused topics (exit 3 warn, 4 fail)")
