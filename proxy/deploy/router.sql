@@ -79,14 +79,15 @@ create function brooq.enqueue(
     available_at timestamptz default null,
     priority integer default 0,
     delay interval default null,
-    group_key text default null)
+    group_key text default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plproxy
 as $$
     cluster 'brooq';
     run on brooq_proxy.route(topic, idempotency_key, group_key);
 $$;
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) is
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) is
 'Router: enqueues on the partition of hash(topic, group) or hash(topic, key), or on a random one without either.';
 
 -- enqueue_many: the batch split by partition, one call per partition, in
@@ -101,6 +102,7 @@ create function brooq_proxy._enqueue_many_split(
     priority integer,
     delay interval,
     group_keys text[],
+    trace_context jsonb,
     out ordinal integer,
     out id bigint,
     out created boolean)
@@ -112,11 +114,11 @@ as $$
     run on routes;
     select o.ord as ordinal, e.id as id, e.created as created
       from brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
-                              group_keys)
+                              group_keys, trace_context)
            with ordinality as e(id, created, n)
       join pg_catalog.unnest(ordinals) with ordinality as o(ord, n) on o.n = e.n;
 $$;
-comment on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[]) is
+comment on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[], jsonb) is
 'Private to the router''s brooq.enqueue_many: the batch split by partition.';
 
 -- The whole batch to one partition, unsplit: used for the arguments a partition
@@ -128,7 +130,8 @@ create function brooq_proxy._enqueue_many_any(
     available_at timestamptz,
     priority integer,
     delay interval,
-    group_keys text[])
+    group_keys text[],
+    trace_context jsonb)
 returns setof brooq.enqueued
 language plproxy
 as $$
@@ -136,7 +139,7 @@ as $$
     run on any;
     target brooq.enqueue_many;
 $$;
-comment on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[]) is
+comment on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
 'Private to the router''s brooq.enqueue_many: the whole call to one partition, for its errors.';
 
 create function brooq.enqueue_many(
@@ -146,7 +149,8 @@ create function brooq.enqueue_many(
     available_at timestamptz default null,
     priority integer default 0,
     delay interval default null,
-    group_keys text[] default null)
+    group_keys text[] default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -169,7 +173,7 @@ begin
         return query select * from brooq_proxy._enqueue_many_any(
             enqueue_many.topic, enqueue_many.payloads, enqueue_many.idempotency_keys,
             enqueue_many.available_at, enqueue_many.priority, enqueue_many.delay,
-            enqueue_many.group_keys);
+            enqueue_many.group_keys, enqueue_many.trace_context);
         return;
     end if;
     if v_n = 0 then
@@ -187,11 +191,12 @@ begin
     select s.id, s.created
       from brooq_proxy._enqueue_many_split(
                enqueue_many.topic, enqueue_many.payloads, v_keys, v_ordinals, v_routes,
-               enqueue_many.available_at, enqueue_many.priority, enqueue_many.delay, v_groups) as s
+               enqueue_many.available_at, enqueue_many.priority, enqueue_many.delay, v_groups,
+               enqueue_many.trace_context) as s
      order by s.ordinal;
 end
 $$;
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) is
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
 'Router: splits the batch by partition (hash of topic and group or key, random without either) and answers in input order.';
 
 -- declare_topic: on every partition (an upsert, so a partial failure is retried
@@ -380,14 +385,14 @@ select s.topic,
 comment on view brooq.topic_stats is
 'Router: brooq.topic_stats summed over every partition (paused when paused on any; the flow limits are per partition).';
 
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) from public;
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) from public;
-revoke all on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[]) from public;
-revoke all on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[]) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text),
-                          brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]),
-                          brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[]),
-                          brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[])
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) from public;
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
+revoke all on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[], jsonb) from public;
+revoke all on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb),
+                          brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb),
+                          brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[], jsonb),
+                          brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)
    to brooq_producer;
 
 revoke all on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) from public;
