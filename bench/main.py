@@ -10,6 +10,9 @@ Scenarios (docs/performance.md explains each figure):
   ceiling   pgbench calling brooq's functions directly; brooq's drain as a share of it
   grown     1,000,000 terminal rows + N ready vs an empty table: claim, drain, topic_stats
   memory    peak RSS of one worker process draining N jobs (measured during `drain`)
+  flow      brooq's flow control (issue 14): one worker process draining N jobs with no
+            limit, with a max_in_flight that does not bind, and spread over 1,000 ordered
+            groups; each as a share of the first
 """
 
 from __future__ import annotations
@@ -37,9 +40,15 @@ from pgcluster import Cluster  # noqa: E402
 from bench.procs import WorkerFailed, Workers
 from bench.progress import Progress
 from bench.results import LOWER, Results
-from bench.systems import BENCH, SYSTEMS, TOPIC, Brooq, BrooqProducer, System, chunks
+from bench.systems import BENCH, SYSTEMS, TOPIC, Brooq, BrooqProducer, System, chunks, python_worker
 
-SCENARIOS = ["enqueue", "drain", "latency", "ceiling", "grown", "memory"]
+SCENARIOS = ["enqueue", "drain", "latency", "ceiling", "grown", "memory", "flow"]
+# flow: (case, the handler's topic settings, ordered groups or 0); the first is the baseline
+FLOW_CASES: tuple[tuple[str, dict[str, int], int], ...] = (
+    ("no limit", {}, 0),
+    ("max_in_flight 10,000, not binding", {"max_in_flight": 10_000}, 0),
+    ("1,000 groups", {}, 1_000),
+)
 
 
 @dataclass
@@ -375,9 +384,52 @@ class Bench:
         with psycopg.connect(self.cluster.dsn, autocommit=True) as conn:
             conn.execute(f"drop database {grown_db}")
 
+    def flow(self) -> None:
+        """One brooq worker process draining the same N jobs: no limit, a max_in_flight
+        above anything the worker holds (its concurrency is 200), 1,000 ordered groups."""
+        base = self.systems.get("brooq")
+        if base is None:
+            return
+        for run in self.runs():
+            for case, settings, groups in FLOW_CASES:
+                label = f"flow: {case} run {run}/{self.args.runs}"
+                rate = self.flow_once(base, settings, groups, label)
+                self.results.add("flow", f"drain, 1 worker process ({case})", "brooq", rate, "jobs/s")
+        first = self.results.figures[("flow", f"drain, 1 worker process ({FLOW_CASES[0][0]})", "brooq")]
+        for case, _, _ in FLOW_CASES[1:]:
+            fig = self.results.figures[("flow", f"drain, 1 worker process ({case})", "brooq")]
+            if first.median > 0:
+                self.results.add("flow", f"{case}, as share of no limit", "brooq",
+                                 100 * fig.median / first.median, "%")
+        with psycopg.connect(base.dsn, autocommit=True) as conn:
+            conn.execute("select brooq.declare_topic(%s)", (TOPIC,))
+        base.reset()
+
+    def flow_once(self, system: System, settings: dict[str, int], groups: int, label: str) -> float:
+        import brooq
+
+        s = self.sizes
+        system.reset()
+        with psycopg.connect(system.dsn, autocommit=True) as conn:
+            brooq.declare_topic(conn, TOPIC, **settings)  # type: ignore[arg-type]
+            for chunk in chunks(range(s.drain), system.bulk_batch):
+                brooq.enqueue_many(conn, TOPIC, [{"seq": i} for i in chunk],
+                                   groups=[f"g{i % groups}" for i in chunk] if groups else None)
+        system.analyze()
+        progress = Progress(label, self.args.quiet)
+        cmd = python_worker("brooq_worker", {"dsn": system.dsn, "latency": False,
+                                             "concurrency": Brooq.concurrency, "handler": settings})
+        with Workers(cmd, 1) as workers:
+            workers.wait_ready()
+            complete = workers.wait_count(s.drain, s.drain_cap, progress)
+            count, first, last = workers.span()
+        rate = count / ((last - first) / 1e9) if last > first else 0.0
+        progress.done(f"{count:,} jobs at {rate:,.0f}/s" + ("" if complete else " (partial)"))
+        return rate
+
     # ------------------------------------------------------------------- run
     def run(self) -> None:
-        order = ["enqueue", "drain", "latency", "ceiling", "grown"]
+        order = ["enqueue", "drain", "latency", "ceiling", "grown", "flow"]
         for scenario in order:
             if scenario in self.args.scenarios or (scenario == "drain" and
                                                     "memory" in self.args.scenarios):

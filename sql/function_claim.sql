@@ -11,6 +11,17 @@
 -- drawn for this call (gen_random_uuid's strong randomness): settle and heartbeat
 -- need it back, and no view shows it, so another worker cannot guess it.
 --
+-- max_execution (issue 12): every claim sets first_claimed_at on a job's first
+-- claim and keeps it after; for a topic with a max_execution, the job's execution
+-- deadline is first_claimed_at + max_execution (the topic's value at this claim),
+-- and the lease ends no later than it: locked_until = least(now + lease,
+-- greatest(deadline, now)). Each claimed job carries execution_deadline and
+-- execution_left = greatest(deadline - now, 0) (both NULL without max_execution):
+-- a worker bounds the attempt by execution_left. A job already past its deadline
+-- is claimed all the same (its attempt is charged, invariant 6) with execution_left
+-- 0 and a lease that ends at the claim: the worker settles it failed without
+-- running the handler, or, if it does not, the next reap records that failure.
+--
 -- Claim does not take over expired leases: brooq.reap returns them to pending
 -- (the Python worker reaps every lease/2, pg_cron can too).
 --
@@ -43,6 +54,21 @@
 -- Flow-limited topics need READ COMMITTED (a snapshot taken before the lock would
 -- not see the claims it waited for): in another isolation level, claim refuses them.
 --
+-- Ordered groups (issue 14): a job enqueued with a group_key is ready only when no
+-- earlier job of its (topic, group_key) is active: pending, failed (waiting for a
+-- retry) or processing (job_group_idx, one probe per grouped candidate). So the
+-- jobs of a group run one at a time, in group_seq order (the order their enqueues
+-- committed), whatever their priority and available_at: a later job waits for the
+-- first one even if it has a higher priority or became available earlier; a
+-- failed job waiting for its retry holds its group; done, dead and canceled free
+-- it. A claim takes at most one job per group. enqueue draws group_seq under a row
+-- lock of brooq.job_group held to its commit, so a job a snapshot cannot see yet
+-- always comes after the ones it can: the snapshot alone decides safely (a claim
+-- racing another for the same group finds the head locked and skips it, and sees
+-- the head as active, so never takes the next job). Cost: claim's scan of
+-- job_ready_idx passes over the ready jobs of blocked groups that come first in
+-- claim order, one probe each.
+--
 -- Parameters:
 --   worker    a non-empty name for the caller, unique per worker process
 --   topics    the topics to take jobs from (unknown ones are an error)
@@ -50,7 +76,8 @@
 --   lease     how long the jobs are held without a heartbeat; > 0, no negative
 --             part, at most the max_lease of every topic named (default 1 hour)
 --
--- Returns: the claimed jobs (zero rows when nothing is ready), in no set order.
+-- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
+-- with the trace context it was enqueued under (trace_context, NULL: none).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
@@ -81,6 +108,7 @@ declare
     v_rated text[] := '{}';   -- the active topics with a rate limit ...
     v_rated_at timestamptz[] := '{}';  -- ... and the instant their claims are counted at
     v_lock integer;
+    v_execs interval[];       -- per active topic, its max_execution (NULL: none)
     v_limits record;
     v_n bigint;
     v_at timestamptz;
@@ -134,6 +162,9 @@ begin
         return;  -- every topic named is paused
     end if;
     v_token := ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 8), 'hex'))::bit(64)::bigint;
+    select array_agg(t.max_execution order by a.ord) into v_execs
+      from unnest(v_active) with ordinality as a(name, ord)
+      join brooq.topic t on t.name = a.name;
 
     if v_flow is not null then
         -- Flow control (see the header): lock, then count in fresh snapshots.
@@ -187,6 +218,11 @@ begin
                and j.topic = v_active[1]
                and j.available_at <= v_now
                and j.lease_losses = 0
+               and (j.group_key is null or not exists (
+                       -- an ordered group: only its first active job (see the header)
+                       select from brooq.job k
+                        where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                          and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
              order by j.priority desc, j.available_at, j.id
              limit coalesce(v_caps[1], claim.max_jobs)
                for no key update skip locked
@@ -198,6 +234,11 @@ begin
                and j.topic = v_active[1]
                and j.available_at <= v_now
                and j.lease_losses > 0
+               and (j.group_key is null or not exists (
+                       -- an ordered group: only its first active job (see the header)
+                       select from brooq.job k
+                        where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                          and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
              order by j.priority desc, j.available_at, j.id
              limit least(coalesce(v_caps[1], 1), 1)
                for no key update skip locked
@@ -212,12 +253,20 @@ begin
                attempts = j.attempts + 1,
                lease_token = v_token,
                locked_by = claim.worker,
-               locked_until = v_now + claim.lease,
+               -- least() skips NULL: without max_execution, now + lease
+               locked_until = least(v_now + claim.lease,
+                                    case when v_execs[1] is not null
+                                         then greatest(coalesce(j.first_claimed_at, v_now) + v_execs[1], v_now) end),
+               first_claimed_at = coalesce(j.first_claimed_at, v_now),
                updated_at = v_now
           from ready
          where j.id = ready.id
         returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                  j.lease_token, j.locked_until, j.created_at;
+                  j.lease_token, j.locked_until, j.created_at,
+                  j.first_claimed_at + v_execs[1],
+                  case when v_execs[1] is not null
+                       then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end,
+                  j.trace_context;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -242,6 +291,11 @@ begin
                       and j.topic = a.topic
                       and j.available_at <= v_now
                       and j.lease_losses = 0
+                      and (j.group_key is null or not exists (
+                              -- an ordered group: only its first active job (see the header)
+                              select from brooq.job k
+                               where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                                 and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
                     order by j.priority desc, j.available_at, j.id
                     limit a.cap
                       for no key update skip locked
@@ -256,6 +310,11 @@ begin
                       and j.topic = a.topic
                       and j.available_at <= v_now
                       and j.lease_losses > 0
+                      and (j.group_key is null or not exists (
+                              -- an ordered group: only its first active job (see the header)
+                              select from brooq.job k
+                               where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                                 and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
                     order by j.priority desc, j.available_at, j.id
                     limit least(a.cap, 1)
                       for no key update skip locked
@@ -278,12 +337,20 @@ begin
                    attempts = j.attempts + 1,
                    lease_token = v_token,
                    locked_by = claim.worker,
-                   locked_until = v_now + claim.lease,
+                   locked_until = least(v_now + claim.lease,
+                                        case when e.max_execution is not null
+                                             then greatest(coalesce(j.first_claimed_at, v_now) + e.max_execution, v_now) end),
+                   first_claimed_at = coalesce(j.first_claimed_at, v_now),
                    updated_at = v_now
-              from ready
+              from ready, unnest(v_active, v_execs) as e(topic, max_execution)
              where j.id = ready.id
+               and e.topic = j.topic
             returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                      j.lease_token, j.locked_until, j.created_at
+                      j.lease_token, j.locked_until, j.created_at,
+                      j.first_claimed_at + e.max_execution as execution_deadline,
+                      case when e.max_execution is not null
+                           then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left,
+                      j.trace_context
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)
@@ -292,13 +359,16 @@ begin
               join unnest(v_rated, v_rated_at) as r(topic, at) on r.topic = c.topic
              group by c.topic, r.at
         )
-        select * from claimed;
+        select c.id, c.topic, c.payload, c.attempts, c.max_attempts, c.priority, c.lease_token,
+               c.locked_until, c.created_at, c.execution_deadline, c.execution_left,
+               c.trace_context
+          from claimed c;
     end if;
 end
 $$;
 
 comment on function brooq.claim(text, text[], integer, interval) is
-'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token; a topic''s max_in_flight and rate per per are enforced under a lock of the topic. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic, 25000 a flow-limited topic outside READ COMMITTED.';
+'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token, bounded by the job''s max_execution deadline (execution_deadline, execution_left); a topic''s max_in_flight and rate per per are enforced under a lock of the topic. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic, 25000 a flow-limited topic outside READ COMMITTED.';
 
 revoke all on function brooq.claim(text, text[], integer, interval) from public;
 grant execute on function brooq.claim(text, text[], integer, interval) to brooq_worker;

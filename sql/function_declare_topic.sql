@@ -1,7 +1,7 @@
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
 --                     max_payload_bytes, notify, max_lease, max_lease_losses,
---                     max_in_flight, rate, per, retain_done, retain_payload)
---   -> brooq.topic
+--                     max_in_flight, rate, per, max_execution, retain_done,
+--                     retain_payload) -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -32,6 +32,15 @@
 --                      see brooq.claim); rate 1 to 1000000, per 1 millisecond to
 --                      1 day (default 1 second when rate is given); rate NULL (the
 --                      default) = no rate limit, and then per must be NULL too
+--   max_execution      the longest a job may take across all its attempts, counted
+--                      from its first claim (waits between attempts included):
+--                      claim and heartbeat bound the lease by it, a worker stops the
+--                      attempt running when it runs out and records a failed
+--                      attempt (so does reap for a lease that ran to it); a job
+--                      past it fails each later attempt at once, and is dead only
+--                      when its attempts are spent. 1 second to 100 years, no
+--                      negative part; NULL (the default) = no limit. Read at each
+--                      claim: a new value applies to jobs already queued.
 --   retain_done        false: brooq.settle_many deletes a job in the very statement
 --                      that settles it done (its idempotency key is free again at
 --                      once); a job somebody waits on (brooq.watch) is kept, so the
@@ -49,12 +58,14 @@
 -- Touches: inserts or updates one row of brooq.topic.
 
 -- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
--- max_lease_losses, before the flow limits and before the retention policies (never
+-- max_lease_losses, before the flow limits, before max_execution and before the
+-- retention policies (never
 -- released; harmless where they do not exist).
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval);
 
 create or replace function brooq.declare_topic(
     name text,
@@ -69,6 +80,7 @@ create or replace function brooq.declare_topic(
     max_in_flight integer default null,
     rate integer default null,
     per interval default null,
+    max_execution interval default null,
     retain_done boolean default true,
     retain_payload boolean default true)
 returns brooq.topic
@@ -180,15 +192,22 @@ begin
         end if;
     end if;
 
+    if declare_topic.max_execution not between interval '1 second' and interval '100 years'
+        or not brooq._duration_ok(declare_topic.max_execution) then
+        raise exception 'invalid max_execution % for topic "%"', declare_topic.max_execution, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
+    end if;
+
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
                                   max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses, max_in_flight, rate, per, retain_done,
-                                  retain_payload)
+                                  max_lease_losses, max_in_flight, rate, per, max_execution,
+                                  retain_done, retain_payload)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
             declare_topic.notify, v_now, v_now, declare_topic.max_lease,
             declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
-            declare_topic.retain_done, declare_topic.retain_payload)
+            declare_topic.max_execution, declare_topic.retain_done, declare_topic.retain_payload)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -201,6 +220,7 @@ begin
             max_in_flight = excluded.max_in_flight,
             rate = excluded.rate,
             per = excluded.per,
+            max_execution = excluded.max_execution,
             retain_done = excluded.retain_done,
             retain_payload = excluded.retain_payload,
             updated_at = excluded.updated_at
@@ -209,8 +229,8 @@ begin
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, boolean, boolean) is
-'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none). Retention policies: retain_done => false deletes a job as it settles done, retain_payload => false clears a terminal job''s payload. Errors: 22004 NULL argument, 22023 bad name or setting.';
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) is
+'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Retention policies: retain_done => false deletes a job as it settles done, retain_payload => false clears a terminal job''s payload. Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, boolean, boolean) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, boolean, boolean) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) to brooq_admin;

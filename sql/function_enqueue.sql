@@ -1,5 +1,5 @@
--- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay)
---   -> setof brooq.enqueued (exactly one row)
+-- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay,
+--               group_key, trace_context) -> setof brooq.enqueued (exactly one row)
 --
 -- Inserts one job in the caller's transaction: your own writes and the job
 -- commit or roll back together.
@@ -13,6 +13,19 @@
 --   available_at     not claimable before this instant (default: now)
 --   priority         higher is claimed first (default 0)
 --   delay            not claimable before now + delay (exclusive with available_at)
+--   group_key        an ordered group (issue 14): the jobs of one (topic, group_key)
+--                    run one at a time, in the order their enqueues committed
+--                    (group_seq, drawn from brooq.job_group under its row lock; see
+--                    brooq.claim). NULL or '' = no group. At most 255 characters.
+--                    Two transactions enqueueing into one group wait for each
+--                    other (at most brooq.key_wait, then 55P03, as for a key).
+--                    A transaction that enqueues into several groups should do it
+--                    in key order (or use enqueue_many, which does): two that take
+--                    the same groups in opposite orders deadlock (40P01, retry).
+--   trace_context    the W3C trace context to carry in the job, beside the payload:
+--                    {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally
+--                    "tracestate" (at most 512 characters); claim hands it to the
+--                    worker. NULL or '{}' = none (see brooq._trace_context)
 --
 -- Returns: (id, created). A repeated key returns the existing job's id with
 -- created = false and writes nothing, also when the first enqueue is concurrent.
@@ -26,20 +39,29 @@
 --   22004 null_value_not_allowed    topic, payload or priority is NULL
 --   42704 undefined_object          the topic was not declared
 --   54000 program_limit_exceeded    the payload is larger than max_payload_bytes
---   22023 invalid_parameter_value   key longer than 255 characters; available_at
+--   22023 invalid_parameter_value   key or group_key longer than 255 characters; available_at
 --                                   not finite or from 9999-12-31 on; delay negative
 --                                   or over 100 years; both available_at and delay
---                                   given; brooq.key_wait not a duration
---   55P03 lock_not_available        another transaction's enqueue of the same key
---                                   stayed uncommitted longer than brooq.key_wait
--- Touches: inserts one row into brooq.job (none on a repeated key or an error).
+--                                   given; brooq.key_wait not a duration; a
+--                                   trace_context that is not a W3C trace context
+--   55P03 lock_not_available        another transaction's enqueue of the same key,
+--                                   or into the same group, stayed uncommitted
+--                                   longer than brooq.key_wait
+-- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
+-- a group, inserts or updates its row of brooq.job_group.
+
+-- 0.1.0's signature, without group_key and trace_context (harmless where it does not exist).
+drop function if exists brooq.enqueue(text, jsonb, text, timestamptz, integer, interval);
+
 create or replace function brooq.enqueue(
     topic text,
     payload jsonb default '{}',
     idempotency_key text default null,
     available_at timestamptz default null,
     priority integer default 0,
-    delay interval default null)
+    delay interval default null,
+    group_key text default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -55,6 +77,9 @@ declare
     v_notify boolean;
     v_id bigint;
     v_lock_timeout text;
+    v_group text := nullif(enqueue.group_key, '');
+    v_seq bigint;
+    v_trace jsonb := brooq._trace_context(enqueue.trace_context, 'brooq.enqueue');
 begin
     if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
         raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
@@ -80,20 +105,34 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'Use a key of at most 255 characters, e.g. a hash of the longer one.';
     end if;
+    if length(v_group) > 255 then
+        raise exception 'group_key "%..." is % characters long', left(v_group, 40), length(v_group)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use a group key of at most 255 characters, e.g. a hash of the longer one.';
+    end if;
     v_at := brooq._available_at(v_now, enqueue.available_at, enqueue.delay);
-    if v_key is not null then
+    if v_key is not null or v_group is not null then
         -- ON CONFLICT waits for another transaction's uncommitted row of this key:
         -- bound that wait (no EXCEPTION block to reword the error: a subtransaction
         -- per enqueue would cost every producer, so the 55P03 is PostgreSQL's own).
         v_lock_timeout := current_setting('lock_timeout');
         perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
     end if;
+    if v_group is not null then
+        -- The group's next number, under its row lock, held to this transaction's
+        -- commit (see brooq.job_group): group_seq grows in commit order.
+        insert into brooq.job_group as g (topic, group_key, last_seq)
+        values (enqueue.topic, v_group, 1)
+        on conflict on constraint job_group_pkey do update set last_seq = g.last_seq + 1
+        returning g.last_seq into v_seq;
+    end if;
 
     loop
         insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at)
+                               available_at, created_at, updated_at, group_key, group_seq,
+                               trace_context)
         values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
-                v_at, v_now, v_now)
+                v_at, v_now, v_now, v_group, v_seq, v_trace)
         on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
         returning id into v_id;
         exit when v_id is not null;
@@ -103,14 +142,14 @@ begin
         select j.id into v_id from brooq.job j
         where j.topic = enqueue.topic and j.idempotency_key = v_key;
         if found then
-            if v_key is not null then
+            if v_key is not null or v_group is not null then
                 perform set_config('lock_timeout', v_lock_timeout, true);
             end if;
             return query select v_id, false;
             return;
         end if;
     end loop;
-    if v_key is not null then
+    if v_key is not null or v_group is not null then
         perform set_config('lock_timeout', v_lock_timeout, true);
     end if;
     if v_notify and v_at <= v_now then
@@ -120,8 +159,8 @@ begin
 end
 $$;
 
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) is
-'Enqueue one job in the caller''s transaction; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, time or delay, 55P03 the key held by an uncommitted transaction longer than brooq.key_wait.';
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) is
+'Enqueue one job in the caller''s transaction, in an ordered group when group_key is given; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, group_key, time, delay or trace_context, 55P03 the key or group held by an uncommitted transaction longer than brooq.key_wait.';
 
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) to brooq_producer;
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) to brooq_producer;

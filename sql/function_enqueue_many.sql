@@ -1,4 +1,5 @@
--- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay)
+-- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
+--                    group_keys, trace_context)
 --   -> setof brooq.enqueued, one row per payload, in input order
 --
 -- The bulk path: enqueues many jobs of one topic in one call, in the caller's
@@ -12,7 +13,14 @@
 --                     '' elements = no key. A key repeated inside the batch gives
 --                     every occurrence the first one's id (created = false after
 --                     the first).
---   available_at, priority, delay   as in brooq.enqueue, for every job
+--   available_at, priority, delay, trace_context   as in brooq.enqueue, for every
+--                     job (one trace context for the batch: one producer span)
+--   group_keys        text[] of the same length, or NULL for no groups; NULL or ''
+--                     elements = no group (brooq.enqueue's group_key, per element).
+--                     The jobs of one group in the batch are ordered as in the
+--                     array. The groups' rows of brooq.job_group are locked in key
+--                     order, so two batches cannot deadlock over them (single
+--                     enqueues into several groups in one transaction may: 40P01).
 --
 -- Returns: (id, created) per payload, in input order. When a key's old job is
 -- purged while the call runs, the job is inserted after all, as brooq.enqueue
@@ -24,19 +32,28 @@
 --   42704 undefined_object         the topic was not declared
 --   54000 program_limit_exceeded   more than 10,000 payloads; a payload is too large
 --                                  (its index is named)
---   22023 invalid_parameter_value  an array of more than one dimension; keys array
---                                  of another length; a key too long; bad
---                                  available_at or delay; brooq.key_wait not a duration
---   55P03 lock_not_available       a key held by an uncommitted transaction longer
---                                  than brooq.key_wait
--- Touches: inserts up to cardinality(payloads) rows into brooq.job; on error none.
+--   22023 invalid_parameter_value  an array of more than one dimension; keys or group
+--                                  keys array of another length; a key or group key
+--                                  too long; bad
+--                                  available_at or delay; brooq.key_wait not a duration;
+--                                  a trace_context that is not a W3C trace context
+--   55P03 lock_not_available       a key or group held by an uncommitted transaction
+--                                  longer than brooq.key_wait
+-- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
+-- inserts or updates their rows of brooq.job_group; on error none.
+
+-- 0.1.0's signature, without group_keys (harmless where it does not exist).
+drop function if exists brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval);
+
 create or replace function brooq.enqueue_many(
     topic text,
     payloads jsonb[],
     idempotency_keys text[] default null,
     available_at timestamptz default null,
     priority integer default 0,
-    delay interval default null)
+    delay interval default null,
+    group_keys text[] default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -56,6 +73,9 @@ declare
     v_out bigint[];
     v_new boolean[];
     v_lock_timeout text;
+    v_groups text[];   -- per payload: its group ('' made NULL), or NULL for no groups at all
+    v_seqs bigint[];   -- per payload: its group_seq
+    v_trace jsonb := brooq._trace_context(enqueue_many.trace_context, 'brooq.enqueue_many');
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -70,8 +90,9 @@ begin
             using errcode = 'undefined_object',
                   hint = 'Declare it first with brooq.declare_topic(name => ...).';
     end if;
-    if array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1 then
-        raise exception 'brooq.enqueue_many: payloads and idempotency_keys must be one-dimensional arrays'
+    if array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1
+        or array_ndims(enqueue_many.group_keys) > 1 then
+        raise exception 'brooq.enqueue_many: payloads, idempotency_keys and group_keys must be one-dimensional arrays'
             using errcode = 'invalid_parameter_value',
                   hint = 'Pass array[''{}''::jsonb, ...], one element per job.';
     end if;
@@ -86,6 +107,13 @@ begin
                 coalesce(cardinality(enqueue_many.idempotency_keys), 0), v_n
             using errcode = 'invalid_parameter_value',
                   hint = 'Give one key per payload (NULL for none), or NULL for no keys at all.';
+    end if;
+    if enqueue_many.group_keys is not null
+        and coalesce(cardinality(enqueue_many.group_keys), 0) <> v_n then
+        raise exception 'group_keys has % elements, payloads has %',
+                coalesce(cardinality(enqueue_many.group_keys), 0), v_n
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one group key per payload (NULL for none), or NULL for no groups at all.';
     end if;
     v_at := brooq._available_at(v_now, enqueue_many.available_at, enqueue_many.delay);
     if v_n = 0 then
@@ -117,19 +145,54 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'Use keys of at most 255 characters, e.g. a hash of the longer one.';
     end if;
+    select k.ord, k.key into v_bad
+      from unnest(enqueue_many.group_keys) with ordinality as k(key, ord)
+     where length(k.key) > 255
+     limit 1;
+    if found then
+        raise exception 'group key % ("%...") is % characters long', v_bad.ord, left(v_bad.key, 40), length(v_bad.key)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use group keys of at most 255 characters, e.g. a hash of the longer one.';
+    end if;
 
     -- Ids are drawn first, so that each input element knows its own row.
     v_ids := array(select nextval('brooq.job_id_seq'::regclass) from generate_series(1, v_n));
+
+    if coalesce(cardinality(array_remove(array_remove(enqueue_many.group_keys, null), '')), 0) > 0 then
+        -- Ordered groups: each group's next numbers, under its row of brooq.job_group
+        -- (locked in key order, held to commit; see brooq.enqueue), in array order.
+        v_lock_timeout := current_setting('lock_timeout');
+        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
+        v_groups := array(select nullif(k, '') from unnest(enqueue_many.group_keys) as k);
+        with wanted as (
+            select k as key, count(*) as n
+              from unnest(v_groups) as k
+             where k is not null
+             group by k
+        ), given as (
+            insert into brooq.job_group as g (topic, group_key, last_seq)
+            select enqueue_many.topic, w.key, w.n from wanted w order by w.key
+            on conflict on constraint job_group_pkey do update set last_seq = g.last_seq + excluded.last_seq
+            returning g.group_key, g.last_seq
+        )
+        select array_agg(s.seq order by s.ord) into v_seqs
+          from (select u.ord,
+                       gv.last_seq - w.n + row_number() over (partition by u.key order by u.ord) as seq
+                  from unnest(v_groups) with ordinality as u(key, ord)
+                  left join given gv on gv.group_key = u.key
+                  left join wanted w on w.key = u.key) as s;
+        perform set_config('lock_timeout', v_lock_timeout, true);
+    end if;
 
     if coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) = 0 then
         -- No key in the batch (the bulk case): nothing can conflict, so a plain
         -- insert, without ON CONFLICT's speculative insertion of every row (about
         -- 15% of a batch's time) and without reading the ids back.
         insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at)
+                               available_at, created_at, updated_at, group_key, group_seq, trace_context)
         select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-               null, v_at, v_now, v_now
-          from unnest(v_ids, enqueue_many.payloads) as u(id, payload);
+               null, v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
+          from unnest(v_ids, enqueue_many.payloads, v_groups, v_seqs) as u(id, payload, group_key, group_seq);
         v_created := v_ids;
         v_out := v_ids;
         v_new := array_fill(true, array[v_n]);
@@ -139,10 +202,11 @@ begin
         perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
         with inserted as (
             insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                   available_at, created_at, updated_at)
+                                   available_at, created_at, updated_at, group_key, group_seq, trace_context)
             select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                   nullif(u.key, ''), v_at, v_now, v_now
-              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
+                   nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
+              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_groups, v_seqs)
+                   as u(id, payload, key, group_key, group_seq)
              -- In key order, so that concurrent batches with overlapping keys wait for
              -- each other in one order and cannot deadlock; a key repeated in the
              -- batch is inserted at its first occurrence (ids are drawn in input order).
@@ -166,11 +230,11 @@ begin
             -- jobs now and read again, as brooq.enqueue does.
             with inserted as (
                 insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                       available_at, created_at, updated_at)
+                                       available_at, created_at, updated_at, group_key, group_seq, trace_context)
                 select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                       nullif(u.key, ''), v_at, v_now, v_now
-                  from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out)
-                       as u(id, payload, key, got)
+                       nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
+                  from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out, v_groups, v_seqs)
+                       as u(id, payload, key, got, group_key, group_seq)
                  where u.got is null
                  order by u.key, u.id
                 on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
@@ -193,8 +257,8 @@ begin
 end
 $$;
 
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) is
-'Enqueue many jobs of one topic in one call; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension), 55P03 (a key held too long, as enqueue).';
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
+'Enqueue many jobs of one topic in one call, in ordered groups when group_keys is given; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension; a bad trace_context), 55P03 (a key held too long, as enqueue).';
 
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) from public;
-grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) to brooq_producer;
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
+grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) to brooq_producer;

@@ -8,6 +8,12 @@
 -- handlers reported since the last heartbeat (progress), so that reporting costs
 -- no round trip of its own.
 --
+-- max_execution (issue 12): for a topic with one, the lease is never renewed past
+-- the job's execution deadline (first_claimed_at + max_execution), and once the
+-- deadline has come the job is no longer renewed at all: its id is missing from the
+-- answer, so a worker that did not stop the attempt itself stops it now, and the
+-- next reap records the failure (see brooq.reap).
+--
 -- Parameters:
 --   worker        the name given to claim
 --   job_ids       bigint[] of held jobs, at most 10,000
@@ -81,7 +87,9 @@ begin
 
     return query
     update brooq.job j
-       set locked_until = v_now + least(heartbeat.lease, t.max_lease),
+       -- least() skips NULL: without max_execution (or first_claimed_at), no bound
+       set locked_until = least(v_now + least(heartbeat.lease, t.max_lease),
+                                j.first_claimed_at + t.max_execution),
            progress = coalesce(u.progress, j.progress)
       from unnest(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u(id, token, progress),
            brooq.topic t
@@ -90,12 +98,13 @@ begin
        and j.locked_by = heartbeat.worker
        and j.lease_token = u.token
        and t.name = j.topic
+       and (j.first_claimed_at + t.max_execution > v_now) is not false
     returning j.id;
 end
 $$;
 
 comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease. Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
 
 revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
 grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;

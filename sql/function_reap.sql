@@ -14,12 +14,23 @@
 --   'lease lost 5 times in a row (max_lease_losses 5), the last of worker w
 --    expired at ...; job dead'
 -- This is the only way a job is dead without a failure on its last attempt.
--- A topic declared with retain_payload => false loses the payload of such a job
--- ('null'::jsonb), as with any terminal job.
+-- A topic declared with retain_payload => false loses the payload of a job reap
+-- makes dead (poison pill, or max_execution on the last attempt): 'null'::jsonb,
+-- as with any terminal job.
+--
+-- max_execution (issue 12): a lease that ran to the job's execution deadline
+-- (first_claimed_at + the topic's max_execution <= locked_until: claim and
+-- heartbeat never let a lease run past it) is no crash but a job out of time: reap
+-- records it as a failed attempt, as settle records outcome failed: failed, retried
+-- after the topic's backoff, or dead when it was the last attempt (attempts unchanged,
+-- charged at claim; lease_losses back to 0, an outcome was written), and last_error
+--   'max_execution 00:05:00 exceeded (first claimed at ..., deadline ...); the
+--    attempt of worker w was stopped'
+-- It never makes a job dead by itself: only on the last attempt, as any failure.
 --
 -- Parameters:
 --   max_jobs  1 to 100000 (default 1000)
--- Returns: (id, topic) of each job put back or made dead.
+-- Returns: (id, topic) of each job put back, failed (max_execution) or made dead.
 -- Errors:
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
@@ -49,8 +60,13 @@ begin
     return query
     with expired as (
         select j.id,
+               j.first_claimed_at + t.max_execution as deadline,
+               coalesce(j.first_claimed_at + t.max_execution <= j.locked_until, false) as overdue,
                j.lease_losses + 1 >= coalesce(t.max_lease_losses, 5) as poison,
                coalesce(t.max_lease_losses, 5) as max_losses,
+               t.max_execution,
+               t.backoff_base,
+               t.backoff_max,
                coalesce(t.retain_payload, true) as retain_payload
           from brooq.job j
           left join brooq.topic t on t.name = j.topic
@@ -61,12 +77,29 @@ begin
            for no key update of j skip locked
     )
     update brooq.job j
-       set state = case when e.poison then 'dead' else 'pending' end,
-           available_at = case when e.poison then j.available_at else v_now end,
-           lease_losses = j.lease_losses + 1,
-       -- retain_payload => false: a job made dead keeps no payload
-       payload = case when e.poison and not e.retain_payload then 'null'::jsonb else j.payload end,
+       set state = case
+               when e.overdue and j.attempts >= j.max_attempts then 'dead'
+               when e.overdue then 'failed'
+               when e.poison then 'dead'
+               else 'pending'
+           end,
+           available_at = case
+               when e.overdue then v_now + brooq._backoff(e.backoff_base, e.backoff_max, j.attempts)
+               when e.poison then j.available_at
+               else v_now
+           end,
+           lease_losses = case when e.overdue then 0 else j.lease_losses + 1 end,
+           -- retain_payload => false: a job made dead keeps no payload
+           payload = case
+               when not e.retain_payload and (e.overdue and j.attempts >= j.max_attempts
+                                              or not e.overdue and e.poison) then 'null'::jsonb
+               else j.payload
+           end,
            last_error = case
+               when e.overdue then format(
+                   'max_execution %s exceeded (first claimed at %s, deadline %s); the attempt of worker %s was stopped%s',
+                   e.max_execution, j.first_claimed_at, e.deadline, j.locked_by,
+                   case when j.attempts >= j.max_attempts then '; job dead (last attempt)' else '' end)
                when e.poison then format(
                    'lease lost %s times in a row (max_lease_losses %s), the last of worker %s expired at %s; job dead',
                    j.lease_losses + 1, e.max_losses, j.locked_by, j.locked_until)
@@ -83,7 +116,7 @@ end
 $$;
 
 comment on function brooq.reap(integer) is
-'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
+'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); a lease that ran to the job''s max_execution deadline is a failed attempt (failed, or dead on the last attempt); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
 
 revoke all on function brooq.reap(integer) from public;
 grant execute on function brooq.reap(integer) to brooq_worker;

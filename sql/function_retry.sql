@@ -12,11 +12,17 @@
 --   max_attempts   attempts + the topic's max_attempts now: a fresh budget of
 --                  attempts on top of the ones spent
 --   lease_losses   0 (a poison pill re-driven gets max_lease_losses reaps again)
+--   first_claimed_at  NULL: the next claim starts a fresh max_execution budget (a job
+--                  that ran out of it would otherwise fail every re-driven attempt)
 --   last_error     kept behind a note of the act:
 --                    're-driven from dead by alice at ...; before: <last_error>'
 --                  (the previous text cut to 2000 characters); the next
 --                  outcome replaces it
 --   progress       cleared; result, priority, payload, lease_token kept
+--   group_seq      of a job of an ordered group: the next number of its group,
+--                  drawn under the group's row lock as enqueue does (brooq.job_group),
+--                  so the re-driven job runs after the jobs of its group already
+--                  queued, never beside one that runs (issue 14)
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
 -- topic was declared with notify => false).
 --
@@ -34,7 +40,7 @@
 --   22004 null_value_not_allowed   job_id, topic, include_canceled or max_jobs is NULL
 --   42704 undefined_object         retry_dead: the topic was not declared
 --   22023 invalid_parameter_value  max_jobs not between 1 and 100000
--- Touches: updates rows of brooq.job (one for retry, up to max_jobs for retry_dead).
+-- Touches (also brooq.job_group, for grouped jobs): updates rows of brooq.job (one for retry, up to max_jobs for retry_dead).
 create or replace function brooq._retry(job_ids bigint[], from_states text[])
 returns integer
 language plpgsql
@@ -44,7 +50,35 @@ declare
     v_now timestamptz := brooq._now();
     v_count integer;
     v_topics text[];
+    v_grouped bigint[];  -- the grouped jobs to re-drive ...
+    v_seqs bigint[];     -- ... and their new group_seq
 begin
+    -- Ordered groups: a re-driven job goes to the end of its group, numbered under
+    -- the group's row lock as an enqueue is (see brooq.job_group, brooq.claim): its
+    -- old number may be below jobs of the group that ran or run now, and claim
+    -- would take it beside them.
+    with grouped as (
+        select j.id, j.topic, j.group_key,
+               row_number() over (partition by j.topic, j.group_key order by j.id) as nth,
+               count(*) over (partition by j.topic, j.group_key) as n
+          from brooq.job j
+         where j.id = any(_retry.job_ids)
+           and j.state = any(_retry.from_states)
+           and j.state in ('dead', 'canceled')
+           and j.group_key is not null
+    ), given as (
+        insert into brooq.job_group as g (topic, group_key, last_seq)
+        select distinct on (x.topic, x.group_key) x.topic, x.group_key, x.n
+          from grouped x
+         order by x.topic, x.group_key
+        on conflict on constraint job_group_pkey do update set last_seq = g.last_seq + excluded.last_seq
+        returning g.topic, g.group_key, g.last_seq
+    )
+    select array_agg(x.id), array_agg(gv.last_seq - x.n + x.nth)
+      into v_grouped, v_seqs
+      from grouped x
+      join given gv on gv.topic = x.topic and gv.group_key = x.group_key;
+
     with redriven as (
         update brooq.job j
            set state = 'pending',
@@ -53,6 +87,9 @@ begin
                                     + coalesce((select t.max_attempts from brooq.topic t where t.name = j.topic), 5),
                                     2147483647)::integer,
                lease_losses = 0,
+               first_claimed_at = null,
+               group_seq = coalesce((select m.seq from unnest(v_grouped, v_seqs) as m(id, seq) where m.id = j.id),
+                                    j.group_seq),
                progress = null,
                last_error = format('re-driven from %s by %s at %s; before: %s', j.state, session_user::text, v_now,
                                    coalesce(left(j.last_error, 2000), 'no error')),

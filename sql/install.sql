@@ -114,6 +114,9 @@ create table brooq.topic (
     max_in_flight     integer,
     rate              integer,
     per               interval,
+    -- the longest a job may take across all its attempts, from its first claim;
+    -- NULL = no limit (table_topic_add_max_execution)
+    max_execution     interval,
     -- retention policies (table_topic_add_retain): false = delete a job as it
     -- settles done; false = clear (to 'null'::jsonb) the payload of a terminal job
     retain_done       boolean     not null default true,
@@ -130,7 +133,9 @@ create table brooq.topic (
     constraint topic_max_in_flight_range check (max_in_flight between 1 and 1000000),
     constraint topic_rate_range check (rate between 1 and 1000000),
     constraint topic_per_range check (per between interval '1 millisecond' and interval '1 day'),
-    constraint topic_rate_with_per check ((rate is null) = (per is null))
+    constraint topic_rate_with_per check ((rate is null) = (per is null)),
+    constraint topic_max_execution_range
+        check (max_execution between interval '1 second' and interval '100 years')
 );
 
 comment on table brooq.topic is
@@ -180,13 +185,25 @@ create table brooq.job (
     lease_losses    integer         not null default 0,
     -- what the running handler last reported (table_job_add_progress)
     progress        jsonb,
+    -- when the job was first claimed; max_execution counts from it
+    -- (table_job_add_first_claimed_at)
+    first_claimed_at timestamptz,
+    -- ordered groups: jobs of one (topic, group_key) run one at a time, in group_seq
+    -- order (table_job_add_group)
+    group_key       text,
+    group_seq       bigint,
+    -- the W3C trace context the job was enqueued under, NULL: none; beside the
+    -- payload, never inside it (table_job_add_trace_context)
+    trace_context   jsonb,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)
         and (locked_by is null) = (locked_until is null)),
     constraint job_attempts_not_negative check (attempts >= 0),
     constraint job_idempotency_key_not_empty check (idempotency_key <> ''),
-    constraint job_lease_losses_not_negative check (lease_losses >= 0)
+    constraint job_lease_losses_not_negative check (lease_losses >= 0),
+    constraint job_group_key_valid check (group_key <> '' and length(group_key) <= 255),
+    constraint job_group_seq_iff_key check ((group_key is null) = (group_seq is null))
 )
 with (
     -- A queue table churns: vacuum and analyze it often, in short passes,
@@ -218,6 +235,12 @@ create index job_lease_idx on brooq.job (locked_until)
 create index job_suspect_idx on brooq.job (topic, priority desc, available_at, id)
     where state in ('pending', 'failed') and lease_losses > 0;
 
+-- claim: is an earlier job of the group still active (pending, failed or processing)?
+-- One probe per grouped candidate; holds only grouped jobs that are not terminal.
+-- (table_job_add_group)
+create index job_group_idx on brooq.job (topic, group_key, group_seq)
+    where group_key is not null and state in ('pending', 'failed', 'processing');
+
 -- purge: terminal rows by age, per topic.
 create index job_terminal_idx on brooq.job (topic, updated_at)
     where state in ('done', 'dead', 'canceled');
@@ -243,7 +266,11 @@ create type brooq.enqueued as (
 );
 
 -- brooq.claim: a job now held by the caller. attempt counts this claim;
--- lease_token must be handed back to settle and heartbeat.
+-- lease_token must be handed back to settle and heartbeat. execution_deadline and
+-- execution_left: when the topic's max_execution runs out for this job, and the
+-- time left at the claim (NULL: no max_execution; types_claimed_job_add_execution).
+-- trace_context: the W3C trace context the job was enqueued under
+-- (types_claimed_job_add_trace_context).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -253,7 +280,10 @@ create type brooq.claimed_job as (
     priority     integer,
     lease_token  bigint,
     locked_until timestamptz,
-    created_at   timestamptz
+    created_at   timestamptz,
+    execution_deadline timestamptz,
+    execution_left     interval,
+    trace_context      jsonb
 );
 
 -- brooq.settle_many: the state a settled job was left in.
@@ -313,8 +343,8 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
 --                     max_payload_bytes, notify, max_lease, max_lease_losses,
---                     max_in_flight, rate, per, retain_done, retain_payload)
---   -> brooq.topic
+--                     max_in_flight, rate, per, max_execution, retain_done,
+--                     retain_payload) -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -345,6 +375,15 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 --                      see brooq.claim); rate 1 to 1000000, per 1 millisecond to
 --                      1 day (default 1 second when rate is given); rate NULL (the
 --                      default) = no rate limit, and then per must be NULL too
+--   max_execution      the longest a job may take across all its attempts, counted
+--                      from its first claim (waits between attempts included):
+--                      claim and heartbeat bound the lease by it, a worker stops the
+--                      attempt running when it runs out and records a failed
+--                      attempt (so does reap for a lease that ran to it); a job
+--                      past it fails each later attempt at once, and is dead only
+--                      when its attempts are spent. 1 second to 100 years, no
+--                      negative part; NULL (the default) = no limit. Read at each
+--                      claim: a new value applies to jobs already queued.
 --   retain_done        false: brooq.settle_many deletes a job in the very statement
 --                      that settles it done (its idempotency key is free again at
 --                      once); a job somebody waits on (brooq.watch) is kept, so the
@@ -362,12 +401,14 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 -- Touches: inserts or updates one row of brooq.topic.
 
 -- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
--- max_lease_losses, before the flow limits and before the retention policies (never
+-- max_lease_losses, before the flow limits, before max_execution and before the
+-- retention policies (never
 -- released; harmless where they do not exist).
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval);
 
 create or replace function brooq.declare_topic(
     name text,
@@ -382,6 +423,7 @@ create or replace function brooq.declare_topic(
     max_in_flight integer default null,
     rate integer default null,
     per interval default null,
+    max_execution interval default null,
     retain_done boolean default true,
     retain_payload boolean default true)
 returns brooq.topic
@@ -493,15 +535,22 @@ begin
         end if;
     end if;
 
+    if declare_topic.max_execution not between interval '1 second' and interval '100 years'
+        or not brooq._duration_ok(declare_topic.max_execution) then
+        raise exception 'invalid max_execution % for topic "%"', declare_topic.max_execution, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
+    end if;
+
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
                                   max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses, max_in_flight, rate, per, retain_done,
-                                  retain_payload)
+                                  max_lease_losses, max_in_flight, rate, per, max_execution,
+                                  retain_done, retain_payload)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
             declare_topic.notify, v_now, v_now, declare_topic.max_lease,
             declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
-            declare_topic.retain_done, declare_topic.retain_payload)
+            declare_topic.max_execution, declare_topic.retain_done, declare_topic.retain_payload)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -514,6 +563,7 @@ begin
             max_in_flight = excluded.max_in_flight,
             rate = excluded.rate,
             per = excluded.per,
+            max_execution = excluded.max_execution,
             retain_done = excluded.retain_done,
             retain_payload = excluded.retain_payload,
             updated_at = excluded.updated_at
@@ -522,11 +572,11 @@ begin
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, boolean, boolean) is
-'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none). Retention policies: retain_done => false deletes a job as it settles done, retain_payload => false clears a terminal job''s payload. Errors: 22004 NULL argument, 22023 bad name or setting.';
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) is
+'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Retention policies: retain_done => false deletes a job as it settles done, retain_payload => false clears a terminal job''s payload. Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, boolean, boolean) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, boolean, boolean) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) to brooq_admin;
 
 -- change function_pause_topic
 
@@ -622,12 +672,23 @@ grant execute on function brooq.resume_topic(text) to brooq_admin;
 --   'lease lost 5 times in a row (max_lease_losses 5), the last of worker w
 --    expired at ...; job dead'
 -- This is the only way a job is dead without a failure on its last attempt.
--- A topic declared with retain_payload => false loses the payload of such a job
--- ('null'::jsonb), as with any terminal job.
+-- A topic declared with retain_payload => false loses the payload of a job reap
+-- makes dead (poison pill, or max_execution on the last attempt): 'null'::jsonb,
+-- as with any terminal job.
+--
+-- max_execution (issue 12): a lease that ran to the job's execution deadline
+-- (first_claimed_at + the topic's max_execution <= locked_until: claim and
+-- heartbeat never let a lease run past it) is no crash but a job out of time: reap
+-- records it as a failed attempt, as settle records outcome failed: failed, retried
+-- after the topic's backoff, or dead when it was the last attempt (attempts unchanged,
+-- charged at claim; lease_losses back to 0, an outcome was written), and last_error
+--   'max_execution 00:05:00 exceeded (first claimed at ..., deadline ...); the
+--    attempt of worker w was stopped'
+-- It never makes a job dead by itself: only on the last attempt, as any failure.
 --
 -- Parameters:
 --   max_jobs  1 to 100000 (default 1000)
--- Returns: (id, topic) of each job put back or made dead.
+-- Returns: (id, topic) of each job put back, failed (max_execution) or made dead.
 -- Errors:
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
@@ -657,8 +718,13 @@ begin
     return query
     with expired as (
         select j.id,
+               j.first_claimed_at + t.max_execution as deadline,
+               coalesce(j.first_claimed_at + t.max_execution <= j.locked_until, false) as overdue,
                j.lease_losses + 1 >= coalesce(t.max_lease_losses, 5) as poison,
                coalesce(t.max_lease_losses, 5) as max_losses,
+               t.max_execution,
+               t.backoff_base,
+               t.backoff_max,
                coalesce(t.retain_payload, true) as retain_payload
           from brooq.job j
           left join brooq.topic t on t.name = j.topic
@@ -669,12 +735,29 @@ begin
            for no key update of j skip locked
     )
     update brooq.job j
-       set state = case when e.poison then 'dead' else 'pending' end,
-           available_at = case when e.poison then j.available_at else v_now end,
-           lease_losses = j.lease_losses + 1,
-       -- retain_payload => false: a job made dead keeps no payload
-       payload = case when e.poison and not e.retain_payload then 'null'::jsonb else j.payload end,
+       set state = case
+               when e.overdue and j.attempts >= j.max_attempts then 'dead'
+               when e.overdue then 'failed'
+               when e.poison then 'dead'
+               else 'pending'
+           end,
+           available_at = case
+               when e.overdue then v_now + brooq._backoff(e.backoff_base, e.backoff_max, j.attempts)
+               when e.poison then j.available_at
+               else v_now
+           end,
+           lease_losses = case when e.overdue then 0 else j.lease_losses + 1 end,
+           -- retain_payload => false: a job made dead keeps no payload
+           payload = case
+               when not e.retain_payload and (e.overdue and j.attempts >= j.max_attempts
+                                              or not e.overdue and e.poison) then 'null'::jsonb
+               else j.payload
+           end,
            last_error = case
+               when e.overdue then format(
+                   'max_execution %s exceeded (first claimed at %s, deadline %s); the attempt of worker %s was stopped%s',
+                   e.max_execution, j.first_claimed_at, e.deadline, j.locked_by,
+                   case when j.attempts >= j.max_attempts then '; job dead (last attempt)' else '' end)
                when e.poison then format(
                    'lease lost %s times in a row (max_lease_losses %s), the last of worker %s expired at %s; job dead',
                    j.lease_losses + 1, e.max_losses, j.locked_by, j.locked_until)
@@ -691,7 +774,7 @@ end
 $$;
 
 comment on function brooq.reap(integer) is
-'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
+'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); a lease that ran to the job''s max_execution deadline is a failed attempt (failed, or dead on the last attempt); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
 
 revoke all on function brooq.reap(integer) from public;
 grant execute on function brooq.reap(integer) to brooq_worker;
@@ -810,339 +893,6 @@ comment on function brooq._available_at(timestamptz, timestamptz, interval) is
 
 revoke all on function brooq._available_at(timestamptz, timestamptz, interval) from public;
 
--- change function_enqueue
-
--- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay)
---   -> setof brooq.enqueued (exactly one row)
---
--- Inserts one job in the caller's transaction: your own writes and the job
--- commit or roll back together.
---
--- Parameters:
---   topic            a declared topic
---   payload          opaque JSON; the queue never looks inside; at most the
---                    topic's max_payload_bytes (bytes of its JSON text)
---   idempotency_key  at most one job per (topic, key) while the row lives,
---                    terminal states included; NULL or '' = no key
---   available_at     not claimable before this instant (default: now)
---   priority         higher is claimed first (default 0)
---   delay            not claimable before now + delay (exclusive with available_at)
---
--- Returns: (id, created). A repeated key returns the existing job's id with
--- created = false and writes nothing, also when the first enqueue is concurrent.
--- While another transaction holds an uncommitted enqueue of the same (topic, key),
--- this one waits for it to end, at most brooq.key_wait (a setting, default 5s;
--- '0' waits without bound), then fails with 55P03.
--- Wakes workers with NOTIFY brooq, payload = topic (PostgreSQL folds repeats within
--- one transaction), unless the topic was declared with notify => false or the job
--- is not ready yet.
--- Errors:
---   22004 null_value_not_allowed    topic, payload or priority is NULL
---   42704 undefined_object          the topic was not declared
---   54000 program_limit_exceeded    the payload is larger than max_payload_bytes
---   22023 invalid_parameter_value   key longer than 255 characters; available_at
---                                   not finite or from 9999-12-31 on; delay negative
---                                   or over 100 years; both available_at and delay
---                                   given; brooq.key_wait not a duration
---   55P03 lock_not_available        another transaction's enqueue of the same key
---                                   stayed uncommitted longer than brooq.key_wait
--- Touches: inserts one row into brooq.job (none on a repeated key or an error).
-create or replace function brooq.enqueue(
-    topic text,
-    payload jsonb default '{}',
-    idempotency_key text default null,
-    available_at timestamptz default null,
-    priority integer default 0,
-    delay interval default null)
-returns setof brooq.enqueued
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-#variable_conflict use_column
-declare
-    v_now timestamptz := brooq._now();
-    v_key text := nullif(enqueue.idempotency_key, '');
-    v_at timestamptz;
-    v_max_attempts integer;
-    v_max_bytes integer;
-    v_notify boolean;
-    v_id bigint;
-    v_lock_timeout text;
-begin
-    if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
-        raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Pass ''{}'' for an empty payload.';
-    end if;
-    select t.max_attempts, t.max_payload_bytes, t.notify
-      into v_max_attempts, v_max_bytes, v_notify
-      from brooq.topic t where t.name = enqueue.topic;
-    if not found then
-        raise exception 'topic "%" does not exist', left(enqueue.topic, 200)
-            using errcode = 'undefined_object',
-                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
-    end if;
-    if octet_length(enqueue.payload::text) > v_max_bytes then
-        raise exception 'payload of % bytes is larger than the % bytes allowed for topic "%"',
-                octet_length(enqueue.payload::text), v_max_bytes, enqueue.topic
-            using errcode = 'program_limit_exceeded',
-                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
-    end if;
-    if length(v_key) > 255 then
-        raise exception 'idempotency_key "%..." is % characters long', left(v_key, 40), length(v_key)
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Use a key of at most 255 characters, e.g. a hash of the longer one.';
-    end if;
-    v_at := brooq._available_at(v_now, enqueue.available_at, enqueue.delay);
-    if v_key is not null then
-        -- ON CONFLICT waits for another transaction's uncommitted row of this key:
-        -- bound that wait (no EXCEPTION block to reword the error: a subtransaction
-        -- per enqueue would cost every producer, so the 55P03 is PostgreSQL's own).
-        v_lock_timeout := current_setting('lock_timeout');
-        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
-    end if;
-
-    loop
-        insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at)
-        values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
-                v_at, v_now, v_now)
-        on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
-        returning id into v_id;
-        exit when v_id is not null;
-        -- The key exists: ON CONFLICT waited for a concurrent inserter, and this
-        -- statement's fresh snapshot sees its committed row. Loop only if that row
-        -- was purged in between.
-        select j.id into v_id from brooq.job j
-        where j.topic = enqueue.topic and j.idempotency_key = v_key;
-        if found then
-            if v_key is not null then
-                perform set_config('lock_timeout', v_lock_timeout, true);
-            end if;
-            return query select v_id, false;
-            return;
-        end if;
-    end loop;
-    if v_key is not null then
-        perform set_config('lock_timeout', v_lock_timeout, true);
-    end if;
-    if v_notify and v_at <= v_now then
-        perform pg_notify('brooq', enqueue.topic);
-    end if;
-    return query select v_id, true;
-end
-$$;
-
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) is
-'Enqueue one job in the caller''s transaction; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, time or delay, 55P03 the key held by an uncommitted transaction longer than brooq.key_wait.';
-
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval) to brooq_producer;
-
--- change function_enqueue_many
-
--- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay)
---   -> setof brooq.enqueued, one row per payload, in input order
---
--- The bulk path: enqueues many jobs of one topic in one call, in the caller's
--- transaction. Same rules as brooq.enqueue, per element.
---
--- Parameters:
---   topic             a declared topic
---   payloads          jsonb[] of at most 10,000 elements, one dimension, no NULL
---                     elements; each at most max_payload_bytes
---   idempotency_keys  text[] of the same length, or NULL for no keys; NULL or
---                     '' elements = no key. A key repeated inside the batch gives
---                     every occurrence the first one's id (created = false after
---                     the first).
---   available_at, priority, delay   as in brooq.enqueue, for every job
---
--- Returns: (id, created) per payload, in input order. When a key's old job is
--- purged while the call runs, the job is inserted after all, as brooq.enqueue
--- does (two such calls with the same keys at once may then deadlock: 40P01, retry).
--- A key held by another transaction's uncommitted enqueue is waited for at most
--- brooq.key_wait (default 5s), as in brooq.enqueue.
--- Errors:
---   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL
---   42704 undefined_object         the topic was not declared
---   54000 program_limit_exceeded   more than 10,000 payloads; a payload is too large
---                                  (its index is named)
---   22023 invalid_parameter_value  an array of more than one dimension; keys array
---                                  of another length; a key too long; bad
---                                  available_at or delay; brooq.key_wait not a duration
---   55P03 lock_not_available       a key held by an uncommitted transaction longer
---                                  than brooq.key_wait
--- Touches: inserts up to cardinality(payloads) rows into brooq.job; on error none.
-create or replace function brooq.enqueue_many(
-    topic text,
-    payloads jsonb[],
-    idempotency_keys text[] default null,
-    available_at timestamptz default null,
-    priority integer default 0,
-    delay interval default null)
-returns setof brooq.enqueued
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-#variable_conflict use_column
-declare
-    v_now timestamptz := brooq._now();
-    v_at timestamptz;
-    v_n integer := coalesce(cardinality(enqueue_many.payloads), 0);
-    v_max_attempts integer;
-    v_max_bytes integer;
-    v_notify boolean;
-    v_bad record;
-    v_ids bigint[];
-    v_created bigint[];
-    v_out bigint[];
-    v_new boolean[];
-    v_lock_timeout text;
-begin
-    if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
-        raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Pass an empty array for no jobs.';
-    end if;
-    select t.max_attempts, t.max_payload_bytes, t.notify
-      into v_max_attempts, v_max_bytes, v_notify
-      from brooq.topic t where t.name = enqueue_many.topic;
-    if not found then
-        raise exception 'topic "%" does not exist', left(enqueue_many.topic, 200)
-            using errcode = 'undefined_object',
-                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
-    end if;
-    if array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1 then
-        raise exception 'brooq.enqueue_many: payloads and idempotency_keys must be one-dimensional arrays'
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Pass array[''{}''::jsonb, ...], one element per job.';
-    end if;
-    if v_n > 10000 then
-        raise exception 'brooq.enqueue_many: % payloads in one call, more than 10000', v_n
-            using errcode = 'program_limit_exceeded',
-                  hint = 'Enqueue at most 10000 jobs per call; several calls may share one transaction.';
-    end if;
-    if enqueue_many.idempotency_keys is not null
-        and coalesce(cardinality(enqueue_many.idempotency_keys), 0) <> v_n then
-        raise exception 'idempotency_keys has % elements, payloads has %',
-                coalesce(cardinality(enqueue_many.idempotency_keys), 0), v_n
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Give one key per payload (NULL for none), or NULL for no keys at all.';
-    end if;
-    v_at := brooq._available_at(v_now, enqueue_many.available_at, enqueue_many.delay);
-    if v_n = 0 then
-        return;
-    end if;
-
-    select p.ord, p.payload is null as missing, octet_length(p.payload::text) as size
-      into v_bad
-      from unnest(enqueue_many.payloads) with ordinality as p(payload, ord)
-     where p.payload is null or octet_length(p.payload::text) > v_max_bytes
-     order by p.ord
-     limit 1;
-    if found and v_bad.missing then
-        raise exception 'payload % of % is NULL', v_bad.ord, v_n
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Pass ''{}'' for an empty payload.';
-    elsif found then
-        raise exception 'payload % of % is % bytes, larger than the % bytes allowed for topic "%"',
-                v_bad.ord, v_n, v_bad.size, v_max_bytes, enqueue_many.topic
-            using errcode = 'program_limit_exceeded',
-                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
-    end if;
-    select k.ord, k.key into v_bad
-      from unnest(enqueue_many.idempotency_keys) with ordinality as k(key, ord)
-     where length(k.key) > 255
-     limit 1;
-    if found then
-        raise exception 'idempotency key % ("%...") is % characters long', v_bad.ord, left(v_bad.key, 40), length(v_bad.key)
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Use keys of at most 255 characters, e.g. a hash of the longer one.';
-    end if;
-
-    -- Ids are drawn first, so that each input element knows its own row.
-    v_ids := array(select nextval('brooq.job_id_seq'::regclass) from generate_series(1, v_n));
-
-    if coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) = 0 then
-        -- No key in the batch (the bulk case): nothing can conflict, so a plain
-        -- insert, without ON CONFLICT's speculative insertion of every row (about
-        -- 15% of a batch's time) and without reading the ids back.
-        insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at)
-        select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-               null, v_at, v_now, v_now
-          from unnest(v_ids, enqueue_many.payloads) as u(id, payload);
-        v_created := v_ids;
-        v_out := v_ids;
-        v_new := array_fill(true, array[v_n]);
-    else
-        -- A key of another transaction's uncommitted enqueue: wait at most brooq.key_wait.
-        v_lock_timeout := current_setting('lock_timeout');
-        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
-        with inserted as (
-            insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                   available_at, created_at, updated_at)
-            select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                   nullif(u.key, ''), v_at, v_now, v_now
-              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys) as u(id, payload, key)
-             -- In key order, so that concurrent batches with overlapping keys wait for
-             -- each other in one order and cannot deadlock; a key repeated in the
-             -- batch is inserted at its first occurrence (ids are drawn in input order).
-             order by u.key, u.id
-            on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
-            returning id
-        )
-        select coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
-
-        loop
-            -- A new statement, so a new snapshot: it sees the rows of keys that already
-            -- existed, including those a concurrent transaction committed meanwhile.
-            select array_agg(coalesce(c.id, j.id) order by u.ord), array_agg(c.id is not null order by u.ord)
-              into v_out, v_new
-              from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
-              left join unnest(v_created) as c(id) on c.id = u.id
-              left join brooq.job j
-                on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '');
-            exit when array_position(v_out, null) is null;
-            -- A key's row was purged between the insert and that read: insert those
-            -- jobs now and read again, as brooq.enqueue does.
-            with inserted as (
-                insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                       available_at, created_at, updated_at)
-                select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                       nullif(u.key, ''), v_at, v_now, v_now
-                  from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out)
-                       as u(id, payload, key, got)
-                 where u.got is null
-                 order by u.key, u.id
-                on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
-                returning id
-            )
-            select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
-        end loop;
-        perform set_config('lock_timeout', v_lock_timeout, true);
-
-    end if;
-
-    if v_notify and cardinality(v_created) > 0 and v_at <= v_now then
-        perform pg_notify('brooq', enqueue_many.topic);
-    end if;
-
-    return query
-    select r.id, r.created
-      from unnest(v_out, v_new) with ordinality as r(id, created, ord)
-     order by r.ord;
-end
-$$;
-
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) is
-'Enqueue many jobs of one topic in one call; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension), 55P03 (a key held too long, as enqueue).';
-
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) from public;
-grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval) to brooq_producer;
-
 -- change function_heartbeat
 
 -- brooq.heartbeat(worker, job_ids, lease, lease_tokens, progress) -> setof bigint
@@ -1154,6 +904,12 @@ grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz,
 -- handler and write nothing for it. Call it every lease/3. It also stores what the
 -- handlers reported since the last heartbeat (progress), so that reporting costs
 -- no round trip of its own.
+--
+-- max_execution (issue 12): for a topic with one, the lease is never renewed past
+-- the job's execution deadline (first_claimed_at + max_execution), and once the
+-- deadline has come the job is no longer renewed at all: its id is missing from the
+-- answer, so a worker that did not stop the attempt itself stops it now, and the
+-- next reap records the failure (see brooq.reap).
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -1228,7 +984,9 @@ begin
 
     return query
     update brooq.job j
-       set locked_until = v_now + least(heartbeat.lease, t.max_lease),
+       -- least() skips NULL: without max_execution (or first_claimed_at), no bound
+       set locked_until = least(v_now + least(heartbeat.lease, t.max_lease),
+                                j.first_claimed_at + t.max_execution),
            progress = coalesce(u.progress, j.progress)
       from unnest(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u(id, token, progress),
            brooq.topic t
@@ -1237,12 +995,13 @@ begin
        and j.locked_by = heartbeat.worker
        and j.lease_token = u.token
        and t.name = j.topic
+       and (j.first_claimed_at + t.max_execution > v_now) is not false
     returning j.id;
 end
 $$;
 
 comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease. Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
 
 revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
 grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;
@@ -1758,6 +1517,17 @@ revoke all on table brooq.claim_window from public;
 -- drawn for this call (gen_random_uuid's strong randomness): settle and heartbeat
 -- need it back, and no view shows it, so another worker cannot guess it.
 --
+-- max_execution (issue 12): every claim sets first_claimed_at on a job's first
+-- claim and keeps it after; for a topic with a max_execution, the job's execution
+-- deadline is first_claimed_at + max_execution (the topic's value at this claim),
+-- and the lease ends no later than it: locked_until = least(now + lease,
+-- greatest(deadline, now)). Each claimed job carries execution_deadline and
+-- execution_left = greatest(deadline - now, 0) (both NULL without max_execution):
+-- a worker bounds the attempt by execution_left. A job already past its deadline
+-- is claimed all the same (its attempt is charged, invariant 6) with execution_left
+-- 0 and a lease that ends at the claim: the worker settles it failed without
+-- running the handler, or, if it does not, the next reap records that failure.
+--
 -- Claim does not take over expired leases: brooq.reap returns them to pending
 -- (the Python worker reaps every lease/2, pg_cron can too).
 --
@@ -1790,6 +1560,21 @@ revoke all on table brooq.claim_window from public;
 -- Flow-limited topics need READ COMMITTED (a snapshot taken before the lock would
 -- not see the claims it waited for): in another isolation level, claim refuses them.
 --
+-- Ordered groups (issue 14): a job enqueued with a group_key is ready only when no
+-- earlier job of its (topic, group_key) is active: pending, failed (waiting for a
+-- retry) or processing (job_group_idx, one probe per grouped candidate). So the
+-- jobs of a group run one at a time, in group_seq order (the order their enqueues
+-- committed), whatever their priority and available_at: a later job waits for the
+-- first one even if it has a higher priority or became available earlier; a
+-- failed job waiting for its retry holds its group; done, dead and canceled free
+-- it. A claim takes at most one job per group. enqueue draws group_seq under a row
+-- lock of brooq.job_group held to its commit, so a job a snapshot cannot see yet
+-- always comes after the ones it can: the snapshot alone decides safely (a claim
+-- racing another for the same group finds the head locked and skips it, and sees
+-- the head as active, so never takes the next job). Cost: claim's scan of
+-- job_ready_idx passes over the ready jobs of blocked groups that come first in
+-- claim order, one probe each.
+--
 -- Parameters:
 --   worker    a non-empty name for the caller, unique per worker process
 --   topics    the topics to take jobs from (unknown ones are an error)
@@ -1797,7 +1582,8 @@ revoke all on table brooq.claim_window from public;
 --   lease     how long the jobs are held without a heartbeat; > 0, no negative
 --             part, at most the max_lease of every topic named (default 1 hour)
 --
--- Returns: the claimed jobs (zero rows when nothing is ready), in no set order.
+-- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
+-- with the trace context it was enqueued under (trace_context, NULL: none).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
@@ -1828,6 +1614,7 @@ declare
     v_rated text[] := '{}';   -- the active topics with a rate limit ...
     v_rated_at timestamptz[] := '{}';  -- ... and the instant their claims are counted at
     v_lock integer;
+    v_execs interval[];       -- per active topic, its max_execution (NULL: none)
     v_limits record;
     v_n bigint;
     v_at timestamptz;
@@ -1881,6 +1668,9 @@ begin
         return;  -- every topic named is paused
     end if;
     v_token := ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 8), 'hex'))::bit(64)::bigint;
+    select array_agg(t.max_execution order by a.ord) into v_execs
+      from unnest(v_active) with ordinality as a(name, ord)
+      join brooq.topic t on t.name = a.name;
 
     if v_flow is not null then
         -- Flow control (see the header): lock, then count in fresh snapshots.
@@ -1934,6 +1724,11 @@ begin
                and j.topic = v_active[1]
                and j.available_at <= v_now
                and j.lease_losses = 0
+               and (j.group_key is null or not exists (
+                       -- an ordered group: only its first active job (see the header)
+                       select from brooq.job k
+                        where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                          and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
              order by j.priority desc, j.available_at, j.id
              limit coalesce(v_caps[1], claim.max_jobs)
                for no key update skip locked
@@ -1945,6 +1740,11 @@ begin
                and j.topic = v_active[1]
                and j.available_at <= v_now
                and j.lease_losses > 0
+               and (j.group_key is null or not exists (
+                       -- an ordered group: only its first active job (see the header)
+                       select from brooq.job k
+                        where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                          and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
              order by j.priority desc, j.available_at, j.id
              limit least(coalesce(v_caps[1], 1), 1)
                for no key update skip locked
@@ -1959,12 +1759,20 @@ begin
                attempts = j.attempts + 1,
                lease_token = v_token,
                locked_by = claim.worker,
-               locked_until = v_now + claim.lease,
+               -- least() skips NULL: without max_execution, now + lease
+               locked_until = least(v_now + claim.lease,
+                                    case when v_execs[1] is not null
+                                         then greatest(coalesce(j.first_claimed_at, v_now) + v_execs[1], v_now) end),
+               first_claimed_at = coalesce(j.first_claimed_at, v_now),
                updated_at = v_now
           from ready
          where j.id = ready.id
         returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                  j.lease_token, j.locked_until, j.created_at;
+                  j.lease_token, j.locked_until, j.created_at,
+                  j.first_claimed_at + v_execs[1],
+                  case when v_execs[1] is not null
+                       then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end,
+                  j.trace_context;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -1989,6 +1797,11 @@ begin
                       and j.topic = a.topic
                       and j.available_at <= v_now
                       and j.lease_losses = 0
+                      and (j.group_key is null or not exists (
+                              -- an ordered group: only its first active job (see the header)
+                              select from brooq.job k
+                               where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                                 and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
                     order by j.priority desc, j.available_at, j.id
                     limit a.cap
                       for no key update skip locked
@@ -2003,6 +1816,11 @@ begin
                       and j.topic = a.topic
                       and j.available_at <= v_now
                       and j.lease_losses > 0
+                      and (j.group_key is null or not exists (
+                              -- an ordered group: only its first active job (see the header)
+                              select from brooq.job k
+                               where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                                 and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
                     order by j.priority desc, j.available_at, j.id
                     limit least(a.cap, 1)
                       for no key update skip locked
@@ -2025,12 +1843,20 @@ begin
                    attempts = j.attempts + 1,
                    lease_token = v_token,
                    locked_by = claim.worker,
-                   locked_until = v_now + claim.lease,
+                   locked_until = least(v_now + claim.lease,
+                                        case when e.max_execution is not null
+                                             then greatest(coalesce(j.first_claimed_at, v_now) + e.max_execution, v_now) end),
+                   first_claimed_at = coalesce(j.first_claimed_at, v_now),
                    updated_at = v_now
-              from ready
+              from ready, unnest(v_active, v_execs) as e(topic, max_execution)
              where j.id = ready.id
+               and e.topic = j.topic
             returning j.id, j.topic, j.payload, j.attempts, j.max_attempts, j.priority,
-                      j.lease_token, j.locked_until, j.created_at
+                      j.lease_token, j.locked_until, j.created_at,
+                      j.first_claimed_at + e.max_execution as execution_deadline,
+                      case when e.max_execution is not null
+                           then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left,
+                      j.trace_context
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)
@@ -2039,13 +1865,16 @@ begin
               join unnest(v_rated, v_rated_at) as r(topic, at) on r.topic = c.topic
              group by c.topic, r.at
         )
-        select * from claimed;
+        select c.id, c.topic, c.payload, c.attempts, c.max_attempts, c.priority, c.lease_token,
+               c.locked_until, c.created_at, c.execution_deadline, c.execution_left,
+               c.trace_context
+          from claimed c;
     end if;
 end
 $$;
 
 comment on function brooq.claim(text, text[], integer, interval) is
-'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token; a topic''s max_in_flight and rate per per are enforced under a lock of the topic. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic, 25000 a flow-limited topic outside READ COMMITTED.';
+'Claim up to max_jobs ready jobs (priority desc, available_at, id; SKIP LOCKED), charging an attempt and setting the lease under a random lease_token, bounded by the job''s max_execution deadline (execution_deadline, execution_left); a topic''s max_in_flight and rate per per are enforced under a lock of the topic. Errors: 22004 NULL argument, 22023 bad worker/max_jobs/lease/topics or a lease above max_lease, 42704 unknown topic, 25000 a flow-limited topic outside READ COMMITTED.';
 
 revoke all on function brooq.claim(text, text[], integer, interval) from public;
 grant execute on function brooq.claim(text, text[], integer, interval) to brooq_worker;
@@ -2068,6 +1897,11 @@ grant execute on function brooq.claim(text, text[], integer, interval) to brooq_
 --                          ready - (max_in_flight - processing), at least 0
 --   held_by_rate           ready jobs that the rate keeps from a claim now:
 --                          ready - (rate - jobs claimed in the last per), at least 0
+--   held_by_group          ready jobs of an ordered group that wait for an earlier
+--                          job of their group (pending, failed or processing)
+--   max_execution          the longest a job may take across all its attempts (NULL:
+--                          no limit; brooq.declare_topic). A worker that may not read
+--                          brooq.topic checks its attempt timeout against it at start.
 create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
@@ -2088,7 +1922,9 @@ select t.name as topic,
             else greatest(coalesce(w.ready, 0) - greatest(t.rate - coalesce((
                      select sum(c.jobs) from brooq.claim_window c
                       where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
-       end as held_by_rate
+       end as held_by_rate,
+       t.max_execution,
+       coalesce(g.held, 0) as held_by_group
   from brooq.topic t
   -- Grouped once, then joined: a lateral subquery per topic row made the planner
   -- multiply the scan's cost by its guess of the topic count (600 before the tiny
@@ -2111,10 +1947,23 @@ select t.name as topic,
          from brooq.job j
         where j.locked_until is not null
         group by j.topic
-  ) as f on f.topic = t.name;
+  ) as f on f.topic = t.name
+  -- ready grouped jobs behind an earlier active job of their group: job_group_idx
+  left join (
+       select j.topic, count(*) as held
+         from brooq.job j
+        where j.group_key is not null
+          and j.state in ('pending', 'failed', 'processing')
+          and j.state <> 'processing'
+          and j.available_at <= (select brooq._now())
+          and exists (select from brooq.job k
+                       where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                         and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq)
+        group by j.topic
+  ) as g on g.topic = t.name;
 
 comment on view brooq.topic_stats is
-'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back.';
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group), max_execution.';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
 create or replace view brooq.in_flight as
@@ -2137,7 +1986,7 @@ grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
 create or replace view brooq.jobs as
 select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
        j.idempotency_key, j.available_at, j.created_at, j.updated_at,
-       j.locked_by, j.locked_until, j.last_error, j.result, j.progress
+       j.locked_by, j.locked_until, j.last_error, j.result, j.progress, j.group_key
   from brooq.job j;
 
 comment on view brooq.jobs is
@@ -2145,6 +1994,521 @@ comment on view brooq.jobs is
 
 revoke all on brooq.jobs from public;
 grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;
+
+-- change table_job_group
+
+-- brooq.job_group: per (topic, group_key) ever used by a grouped enqueue, the last
+-- group_seq given. brooq.enqueue and enqueue_many update its row (insert on the
+-- first job) before inserting the job, and the row lock they take is held to their
+-- commit: two transactions that enqueue into one group run their enqueues one
+-- after the other, so group_seq grows in commit order, and a job committed later
+-- never gets a smaller number than one a claim could already see. That is what
+-- lets brooq.claim decide "no earlier job of the group is active" from its
+-- snapshot alone. Rows are small and kept (one per group ever used).
+create table brooq.job_group (
+    topic     text   not null,
+    group_key text   not null,
+    last_seq  bigint not null,
+    constraint job_group_pkey primary key (topic, group_key)
+);
+
+comment on table brooq.job_group is
+'The last group_seq given per (topic, group_key) (private: written by brooq.enqueue and enqueue_many).';
+
+revoke all on table brooq.job_group from public;
+
+-- change private_trace_context
+
+-- brooq._trace_context(trace_context, caller) -> jsonb
+--
+-- Checks the W3C trace context a producer hands to brooq.enqueue or
+-- brooq.enqueue_many (OpenTelemetry's propagation format) and returns what to
+-- store in brooq.job.trace_context: NULL for NULL or '{}' (no context), else the
+-- object itself. The queue never reads it: the worker continues the trace from it.
+--
+-- Accepted: a JSON object with the key "traceparent", a string of the form
+-- VV-<32 lowercase hex>-<16 lowercase hex>-<2 lowercase hex> (version not ff,
+-- trace id and parent id not all zeros; 55 characters), and optionally the key
+-- "tracestate", a string of at most 512 characters. Nothing else (so at most
+-- ~620 bytes per job).
+--
+-- Errors:
+--   22023 invalid_parameter_value  anything else (the value is quoted, cut to 80
+--                                  characters); the caller names the function
+--
+-- Private: the security definer functions call it; no role may.
+create or replace function brooq._trace_context(trace_context jsonb, caller text)
+returns jsonb
+language plpgsql
+immutable
+parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_parent text := trace_context ->> 'traceparent';
+begin
+    if trace_context is null or trace_context = '{}'::jsonb then
+        return null;
+    end if;
+    if jsonb_typeof(trace_context) <> 'object'
+        or exists (select from jsonb_object_keys(trace_context) k
+                    where k not in ('traceparent', 'tracestate'))
+        or jsonb_typeof(trace_context -> 'traceparent') is distinct from 'string'
+        or v_parent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+        or left(v_parent, 2) = 'ff'
+        or substr(v_parent, 4, 32) = repeat('0', 32)
+        or substr(v_parent, 37, 16) = repeat('0', 16)
+        or (trace_context ? 'tracestate'
+            and (jsonb_typeof(trace_context -> 'tracestate') <> 'string'
+                 or length(trace_context ->> 'tracestate') > 512)) then
+        raise exception '%: trace_context % is not a W3C trace context', caller, left(trace_context::text, 80)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally "tracestate" (at most 512 characters), or NULL.';
+    end if;
+    return trace_context;
+end
+$$;
+
+comment on function brooq._trace_context(jsonb, text) is
+'Private: a W3C trace context checked for brooq.job.trace_context (NULL for NULL or {}). Errors: 22023 not a trace context.';
+
+revoke all on function brooq._trace_context(jsonb, text) from public;
+
+-- change function_enqueue
+
+-- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay,
+--               group_key, trace_context) -> setof brooq.enqueued (exactly one row)
+--
+-- Inserts one job in the caller's transaction: your own writes and the job
+-- commit or roll back together.
+--
+-- Parameters:
+--   topic            a declared topic
+--   payload          opaque JSON; the queue never looks inside; at most the
+--                    topic's max_payload_bytes (bytes of its JSON text)
+--   idempotency_key  at most one job per (topic, key) while the row lives,
+--                    terminal states included; NULL or '' = no key
+--   available_at     not claimable before this instant (default: now)
+--   priority         higher is claimed first (default 0)
+--   delay            not claimable before now + delay (exclusive with available_at)
+--   group_key        an ordered group (issue 14): the jobs of one (topic, group_key)
+--                    run one at a time, in the order their enqueues committed
+--                    (group_seq, drawn from brooq.job_group under its row lock; see
+--                    brooq.claim). NULL or '' = no group. At most 255 characters.
+--                    Two transactions enqueueing into one group wait for each
+--                    other (at most brooq.key_wait, then 55P03, as for a key).
+--                    A transaction that enqueues into several groups should do it
+--                    in key order (or use enqueue_many, which does): two that take
+--                    the same groups in opposite orders deadlock (40P01, retry).
+--   trace_context    the W3C trace context to carry in the job, beside the payload:
+--                    {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally
+--                    "tracestate" (at most 512 characters); claim hands it to the
+--                    worker. NULL or '{}' = none (see brooq._trace_context)
+--
+-- Returns: (id, created). A repeated key returns the existing job's id with
+-- created = false and writes nothing, also when the first enqueue is concurrent.
+-- While another transaction holds an uncommitted enqueue of the same (topic, key),
+-- this one waits for it to end, at most brooq.key_wait (a setting, default 5s;
+-- '0' waits without bound), then fails with 55P03.
+-- Wakes workers with NOTIFY brooq, payload = topic (PostgreSQL folds repeats within
+-- one transaction), unless the topic was declared with notify => false or the job
+-- is not ready yet.
+-- Errors:
+--   22004 null_value_not_allowed    topic, payload or priority is NULL
+--   42704 undefined_object          the topic was not declared
+--   54000 program_limit_exceeded    the payload is larger than max_payload_bytes
+--   22023 invalid_parameter_value   key or group_key longer than 255 characters; available_at
+--                                   not finite or from 9999-12-31 on; delay negative
+--                                   or over 100 years; both available_at and delay
+--                                   given; brooq.key_wait not a duration; a
+--                                   trace_context that is not a W3C trace context
+--   55P03 lock_not_available        another transaction's enqueue of the same key,
+--                                   or into the same group, stayed uncommitted
+--                                   longer than brooq.key_wait
+-- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
+-- a group, inserts or updates its row of brooq.job_group.
+
+-- 0.1.0's signature, without group_key and trace_context (harmless where it does not exist).
+drop function if exists brooq.enqueue(text, jsonb, text, timestamptz, integer, interval);
+
+create or replace function brooq.enqueue(
+    topic text,
+    payload jsonb default '{}',
+    idempotency_key text default null,
+    available_at timestamptz default null,
+    priority integer default 0,
+    delay interval default null,
+    group_key text default null,
+    trace_context jsonb default null)
+returns setof brooq.enqueued
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_now timestamptz := brooq._now();
+    v_key text := nullif(enqueue.idempotency_key, '');
+    v_at timestamptz;
+    v_max_attempts integer;
+    v_max_bytes integer;
+    v_notify boolean;
+    v_id bigint;
+    v_lock_timeout text;
+    v_group text := nullif(enqueue.group_key, '');
+    v_seq bigint;
+    v_trace jsonb := brooq._trace_context(enqueue.trace_context, 'brooq.enqueue');
+begin
+    if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
+        raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass ''{}'' for an empty payload.';
+    end if;
+    select t.max_attempts, t.max_payload_bytes, t.notify
+      into v_max_attempts, v_max_bytes, v_notify
+      from brooq.topic t where t.name = enqueue.topic;
+    if not found then
+        raise exception 'topic "%" does not exist', left(enqueue.topic, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
+    end if;
+    if octet_length(enqueue.payload::text) > v_max_bytes then
+        raise exception 'payload of % bytes is larger than the % bytes allowed for topic "%"',
+                octet_length(enqueue.payload::text), v_max_bytes, enqueue.topic
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
+    end if;
+    if length(v_key) > 255 then
+        raise exception 'idempotency_key "%..." is % characters long', left(v_key, 40), length(v_key)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use a key of at most 255 characters, e.g. a hash of the longer one.';
+    end if;
+    if length(v_group) > 255 then
+        raise exception 'group_key "%..." is % characters long', left(v_group, 40), length(v_group)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use a group key of at most 255 characters, e.g. a hash of the longer one.';
+    end if;
+    v_at := brooq._available_at(v_now, enqueue.available_at, enqueue.delay);
+    if v_key is not null or v_group is not null then
+        -- ON CONFLICT waits for another transaction's uncommitted row of this key:
+        -- bound that wait (no EXCEPTION block to reword the error: a subtransaction
+        -- per enqueue would cost every producer, so the 55P03 is PostgreSQL's own).
+        v_lock_timeout := current_setting('lock_timeout');
+        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
+    end if;
+    if v_group is not null then
+        -- The group's next number, under its row lock, held to this transaction's
+        -- commit (see brooq.job_group): group_seq grows in commit order.
+        insert into brooq.job_group as g (topic, group_key, last_seq)
+        values (enqueue.topic, v_group, 1)
+        on conflict on constraint job_group_pkey do update set last_seq = g.last_seq + 1
+        returning g.last_seq into v_seq;
+    end if;
+
+    loop
+        insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
+                               available_at, created_at, updated_at, group_key, group_seq,
+                               trace_context)
+        values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
+                v_at, v_now, v_now, v_group, v_seq, v_trace)
+        on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
+        returning id into v_id;
+        exit when v_id is not null;
+        -- The key exists: ON CONFLICT waited for a concurrent inserter, and this
+        -- statement's fresh snapshot sees its committed row. Loop only if that row
+        -- was purged in between.
+        select j.id into v_id from brooq.job j
+        where j.topic = enqueue.topic and j.idempotency_key = v_key;
+        if found then
+            if v_key is not null or v_group is not null then
+                perform set_config('lock_timeout', v_lock_timeout, true);
+            end if;
+            return query select v_id, false;
+            return;
+        end if;
+    end loop;
+    if v_key is not null or v_group is not null then
+        perform set_config('lock_timeout', v_lock_timeout, true);
+    end if;
+    if v_notify and v_at <= v_now then
+        perform pg_notify('brooq', enqueue.topic);
+    end if;
+    return query select v_id, true;
+end
+$$;
+
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) is
+'Enqueue one job in the caller''s transaction, in an ordered group when group_key is given; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, group_key, time, delay or trace_context, 55P03 the key or group held by an uncommitted transaction longer than brooq.key_wait.';
+
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) to brooq_producer;
+
+-- change function_enqueue_many
+
+-- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
+--                    group_keys, trace_context)
+--   -> setof brooq.enqueued, one row per payload, in input order
+--
+-- The bulk path: enqueues many jobs of one topic in one call, in the caller's
+-- transaction. Same rules as brooq.enqueue, per element.
+--
+-- Parameters:
+--   topic             a declared topic
+--   payloads          jsonb[] of at most 10,000 elements, one dimension, no NULL
+--                     elements; each at most max_payload_bytes
+--   idempotency_keys  text[] of the same length, or NULL for no keys; NULL or
+--                     '' elements = no key. A key repeated inside the batch gives
+--                     every occurrence the first one's id (created = false after
+--                     the first).
+--   available_at, priority, delay, trace_context   as in brooq.enqueue, for every
+--                     job (one trace context for the batch: one producer span)
+--   group_keys        text[] of the same length, or NULL for no groups; NULL or ''
+--                     elements = no group (brooq.enqueue's group_key, per element).
+--                     The jobs of one group in the batch are ordered as in the
+--                     array. The groups' rows of brooq.job_group are locked in key
+--                     order, so two batches cannot deadlock over them (single
+--                     enqueues into several groups in one transaction may: 40P01).
+--
+-- Returns: (id, created) per payload, in input order. When a key's old job is
+-- purged while the call runs, the job is inserted after all, as brooq.enqueue
+-- does (two such calls with the same keys at once may then deadlock: 40P01, retry).
+-- A key held by another transaction's uncommitted enqueue is waited for at most
+-- brooq.key_wait (default 5s), as in brooq.enqueue.
+-- Errors:
+--   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL
+--   42704 undefined_object         the topic was not declared
+--   54000 program_limit_exceeded   more than 10,000 payloads; a payload is too large
+--                                  (its index is named)
+--   22023 invalid_parameter_value  an array of more than one dimension; keys or group
+--                                  keys array of another length; a key or group key
+--                                  too long; bad
+--                                  available_at or delay; brooq.key_wait not a duration;
+--                                  a trace_context that is not a W3C trace context
+--   55P03 lock_not_available       a key or group held by an uncommitted transaction
+--                                  longer than brooq.key_wait
+-- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
+-- inserts or updates their rows of brooq.job_group; on error none.
+
+-- 0.1.0's signature, without group_keys (harmless where it does not exist).
+drop function if exists brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval);
+
+create or replace function brooq.enqueue_many(
+    topic text,
+    payloads jsonb[],
+    idempotency_keys text[] default null,
+    available_at timestamptz default null,
+    priority integer default 0,
+    delay interval default null,
+    group_keys text[] default null,
+    trace_context jsonb default null)
+returns setof brooq.enqueued
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_now timestamptz := brooq._now();
+    v_at timestamptz;
+    v_n integer := coalesce(cardinality(enqueue_many.payloads), 0);
+    v_max_attempts integer;
+    v_max_bytes integer;
+    v_notify boolean;
+    v_bad record;
+    v_ids bigint[];
+    v_created bigint[];
+    v_out bigint[];
+    v_new boolean[];
+    v_lock_timeout text;
+    v_groups text[];   -- per payload: its group ('' made NULL), or NULL for no groups at all
+    v_seqs bigint[];   -- per payload: its group_seq
+    v_trace jsonb := brooq._trace_context(enqueue_many.trace_context, 'brooq.enqueue_many');
+begin
+    if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
+        raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass an empty array for no jobs.';
+    end if;
+    select t.max_attempts, t.max_payload_bytes, t.notify
+      into v_max_attempts, v_max_bytes, v_notify
+      from brooq.topic t where t.name = enqueue_many.topic;
+    if not found then
+        raise exception 'topic "%" does not exist', left(enqueue_many.topic, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
+    end if;
+    if array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1
+        or array_ndims(enqueue_many.group_keys) > 1 then
+        raise exception 'brooq.enqueue_many: payloads, idempotency_keys and group_keys must be one-dimensional arrays'
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass array[''{}''::jsonb, ...], one element per job.';
+    end if;
+    if v_n > 10000 then
+        raise exception 'brooq.enqueue_many: % payloads in one call, more than 10000', v_n
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Enqueue at most 10000 jobs per call; several calls may share one transaction.';
+    end if;
+    if enqueue_many.idempotency_keys is not null
+        and coalesce(cardinality(enqueue_many.idempotency_keys), 0) <> v_n then
+        raise exception 'idempotency_keys has % elements, payloads has %',
+                coalesce(cardinality(enqueue_many.idempotency_keys), 0), v_n
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one key per payload (NULL for none), or NULL for no keys at all.';
+    end if;
+    if enqueue_many.group_keys is not null
+        and coalesce(cardinality(enqueue_many.group_keys), 0) <> v_n then
+        raise exception 'group_keys has % elements, payloads has %',
+                coalesce(cardinality(enqueue_many.group_keys), 0), v_n
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one group key per payload (NULL for none), or NULL for no groups at all.';
+    end if;
+    v_at := brooq._available_at(v_now, enqueue_many.available_at, enqueue_many.delay);
+    if v_n = 0 then
+        return;
+    end if;
+
+    select p.ord, p.payload is null as missing, octet_length(p.payload::text) as size
+      into v_bad
+      from unnest(enqueue_many.payloads) with ordinality as p(payload, ord)
+     where p.payload is null or octet_length(p.payload::text) > v_max_bytes
+     order by p.ord
+     limit 1;
+    if found and v_bad.missing then
+        raise exception 'payload % of % is NULL', v_bad.ord, v_n
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass ''{}'' for an empty payload.';
+    elsif found then
+        raise exception 'payload % of % is % bytes, larger than the % bytes allowed for topic "%"',
+                v_bad.ord, v_n, v_bad.size, v_max_bytes, enqueue_many.topic
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
+    end if;
+    select k.ord, k.key into v_bad
+      from unnest(enqueue_many.idempotency_keys) with ordinality as k(key, ord)
+     where length(k.key) > 255
+     limit 1;
+    if found then
+        raise exception 'idempotency key % ("%...") is % characters long', v_bad.ord, left(v_bad.key, 40), length(v_bad.key)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use keys of at most 255 characters, e.g. a hash of the longer one.';
+    end if;
+    select k.ord, k.key into v_bad
+      from unnest(enqueue_many.group_keys) with ordinality as k(key, ord)
+     where length(k.key) > 255
+     limit 1;
+    if found then
+        raise exception 'group key % ("%...") is % characters long', v_bad.ord, left(v_bad.key, 40), length(v_bad.key)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use group keys of at most 255 characters, e.g. a hash of the longer one.';
+    end if;
+
+    -- Ids are drawn first, so that each input element knows its own row.
+    v_ids := array(select nextval('brooq.job_id_seq'::regclass) from generate_series(1, v_n));
+
+    if coalesce(cardinality(array_remove(array_remove(enqueue_many.group_keys, null), '')), 0) > 0 then
+        -- Ordered groups: each group's next numbers, under its row of brooq.job_group
+        -- (locked in key order, held to commit; see brooq.enqueue), in array order.
+        v_lock_timeout := current_setting('lock_timeout');
+        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
+        v_groups := array(select nullif(k, '') from unnest(enqueue_many.group_keys) as k);
+        with wanted as (
+            select k as key, count(*) as n
+              from unnest(v_groups) as k
+             where k is not null
+             group by k
+        ), given as (
+            insert into brooq.job_group as g (topic, group_key, last_seq)
+            select enqueue_many.topic, w.key, w.n from wanted w order by w.key
+            on conflict on constraint job_group_pkey do update set last_seq = g.last_seq + excluded.last_seq
+            returning g.group_key, g.last_seq
+        )
+        select array_agg(s.seq order by s.ord) into v_seqs
+          from (select u.ord,
+                       gv.last_seq - w.n + row_number() over (partition by u.key order by u.ord) as seq
+                  from unnest(v_groups) with ordinality as u(key, ord)
+                  left join given gv on gv.group_key = u.key
+                  left join wanted w on w.key = u.key) as s;
+        perform set_config('lock_timeout', v_lock_timeout, true);
+    end if;
+
+    if coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) = 0 then
+        -- No key in the batch (the bulk case): nothing can conflict, so a plain
+        -- insert, without ON CONFLICT's speculative insertion of every row (about
+        -- 15% of a batch's time) and without reading the ids back.
+        insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
+                               available_at, created_at, updated_at, group_key, group_seq, trace_context)
+        select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
+               null, v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
+          from unnest(v_ids, enqueue_many.payloads, v_groups, v_seqs) as u(id, payload, group_key, group_seq);
+        v_created := v_ids;
+        v_out := v_ids;
+        v_new := array_fill(true, array[v_n]);
+    else
+        -- A key of another transaction's uncommitted enqueue: wait at most brooq.key_wait.
+        v_lock_timeout := current_setting('lock_timeout');
+        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
+        with inserted as (
+            insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
+                                   available_at, created_at, updated_at, group_key, group_seq, trace_context)
+            select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
+                   nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
+              from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_groups, v_seqs)
+                   as u(id, payload, key, group_key, group_seq)
+             -- In key order, so that concurrent batches with overlapping keys wait for
+             -- each other in one order and cannot deadlock; a key repeated in the
+             -- batch is inserted at its first occurrence (ids are drawn in input order).
+             order by u.key, u.id
+            on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
+            returning id
+        )
+        select coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
+
+        loop
+            -- A new statement, so a new snapshot: it sees the rows of keys that already
+            -- existed, including those a concurrent transaction committed meanwhile.
+            select array_agg(coalesce(c.id, j.id) order by u.ord), array_agg(c.id is not null order by u.ord)
+              into v_out, v_new
+              from unnest(v_ids, enqueue_many.idempotency_keys) with ordinality as u(id, key, ord)
+              left join unnest(v_created) as c(id) on c.id = u.id
+              left join brooq.job j
+                on c.id is null and j.topic = enqueue_many.topic and j.idempotency_key = nullif(u.key, '');
+            exit when array_position(v_out, null) is null;
+            -- A key's row was purged between the insert and that read: insert those
+            -- jobs now and read again, as brooq.enqueue does.
+            with inserted as (
+                insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
+                                       available_at, created_at, updated_at, group_key, group_seq, trace_context)
+                select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
+                       nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
+                  from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out, v_groups, v_seqs)
+                       as u(id, payload, key, got, group_key, group_seq)
+                 where u.got is null
+                 order by u.key, u.id
+                on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
+                returning id
+            )
+            select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
+        end loop;
+        perform set_config('lock_timeout', v_lock_timeout, true);
+
+    end if;
+
+    if v_notify and cardinality(v_created) > 0 and v_at <= v_now then
+        perform pg_notify('brooq', enqueue_many.topic);
+    end if;
+
+    return query
+    select r.id, r.created
+      from unnest(v_out, v_new) with ordinality as r(id, created, ord)
+     order by r.ord;
+end
+$$;
+
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
+'Enqueue many jobs of one topic in one call, in ordered groups when group_keys is given; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension; a bad trace_context), 55P03 (a key held too long, as enqueue).';
+
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
+grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) to brooq_producer;
 
 -- change retention_stat
 
@@ -2526,11 +2890,17 @@ grant execute on function brooq.unschedule_maintenance() to brooq_admin;
 --   max_attempts   attempts + the topic's max_attempts now: a fresh budget of
 --                  attempts on top of the ones spent
 --   lease_losses   0 (a poison pill re-driven gets max_lease_losses reaps again)
+--   first_claimed_at  NULL: the next claim starts a fresh max_execution budget (a job
+--                  that ran out of it would otherwise fail every re-driven attempt)
 --   last_error     kept behind a note of the act:
 --                    're-driven from dead by alice at ...; before: <last_error>'
 --                  (the previous text cut to 2000 characters); the next
 --                  outcome replaces it
 --   progress       cleared; result, priority, payload, lease_token kept
+--   group_seq      of a job of an ordered group: the next number of its group,
+--                  drawn under the group's row lock as enqueue does (brooq.job_group),
+--                  so the re-driven job runs after the jobs of its group already
+--                  queued, never beside one that runs (issue 14)
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
 -- topic was declared with notify => false).
 --
@@ -2548,7 +2918,7 @@ grant execute on function brooq.unschedule_maintenance() to brooq_admin;
 --   22004 null_value_not_allowed   job_id, topic, include_canceled or max_jobs is NULL
 --   42704 undefined_object         retry_dead: the topic was not declared
 --   22023 invalid_parameter_value  max_jobs not between 1 and 100000
--- Touches: updates rows of brooq.job (one for retry, up to max_jobs for retry_dead).
+-- Touches (also brooq.job_group, for grouped jobs): updates rows of brooq.job (one for retry, up to max_jobs for retry_dead).
 create or replace function brooq._retry(job_ids bigint[], from_states text[])
 returns integer
 language plpgsql
@@ -2558,7 +2928,35 @@ declare
     v_now timestamptz := brooq._now();
     v_count integer;
     v_topics text[];
+    v_grouped bigint[];  -- the grouped jobs to re-drive ...
+    v_seqs bigint[];     -- ... and their new group_seq
 begin
+    -- Ordered groups: a re-driven job goes to the end of its group, numbered under
+    -- the group's row lock as an enqueue is (see brooq.job_group, brooq.claim): its
+    -- old number may be below jobs of the group that ran or run now, and claim
+    -- would take it beside them.
+    with grouped as (
+        select j.id, j.topic, j.group_key,
+               row_number() over (partition by j.topic, j.group_key order by j.id) as nth,
+               count(*) over (partition by j.topic, j.group_key) as n
+          from brooq.job j
+         where j.id = any(_retry.job_ids)
+           and j.state = any(_retry.from_states)
+           and j.state in ('dead', 'canceled')
+           and j.group_key is not null
+    ), given as (
+        insert into brooq.job_group as g (topic, group_key, last_seq)
+        select distinct on (x.topic, x.group_key) x.topic, x.group_key, x.n
+          from grouped x
+         order by x.topic, x.group_key
+        on conflict on constraint job_group_pkey do update set last_seq = g.last_seq + excluded.last_seq
+        returning g.topic, g.group_key, g.last_seq
+    )
+    select array_agg(x.id), array_agg(gv.last_seq - x.n + x.nth)
+      into v_grouped, v_seqs
+      from grouped x
+      join given gv on gv.topic = x.topic and gv.group_key = x.group_key;
+
     with redriven as (
         update brooq.job j
            set state = 'pending',
@@ -2567,6 +2965,9 @@ begin
                                     + coalesce((select t.max_attempts from brooq.topic t where t.name = j.topic), 5),
                                     2147483647)::integer,
                lease_losses = 0,
+               first_claimed_at = null,
+               group_seq = coalesce((select m.seq from unnest(v_grouped, v_seqs) as m(id, seq) where m.id = j.id),
+                                    j.group_seq),
                progress = null,
                last_error = format('re-driven from %s by %s at %s; before: %s', j.state, session_user::text, v_now,
                                    coalesce(left(j.last_error, 2000), 'no error')),
@@ -2653,5 +3054,490 @@ revoke all on function brooq.retry(bigint) from public;
 revoke all on function brooq.retry_dead(text, boolean, integer, timestamptz) from public;
 grant execute on function brooq.retry(bigint) to brooq_admin;
 grant execute on function brooq.retry_dead(text, boolean, integer, timestamptz) to brooq_admin;
+
+-- change function_health
+
+-- brooq.health() -> setof brooq.health_check
+--
+-- What needs a person, one row per check, always the same six rows in this
+-- order, each with a status (ok, warn: look at it soon, fail: look at it now)
+-- and a detail that says what was seen:
+--
+--   dead_tuples      dead row versions in brooq.job against the point where
+--                    autovacuum starts (its threshold + scale factor x rows, the
+--                    table's own settings): warn above 10 times that point,
+--                    fail above 100 times. A queue table that vacuum cannot keep
+--                    clean slows every claim (SKIP LOCKED walks the dead rows).
+--   last_vacuum      when brooq.job was last vacuumed (by autovacuum or by hand):
+--                    warn when it is due (dead tuples past the starting point)
+--                    and nothing vacuumed it for 1 hour (autovacuum off, or its
+--                    workers busy elsewhere).
+--   xmin_horizon     the oldest thing holding back vacuum in this database: a
+--                    transaction (pid, user, application, since when), a prepared
+--                    transaction, or a replication slot. Vacuum cannot remove a
+--                    row version it might still see: one transaction open for an
+--                    hour keeps an hour of the queue's dead rows. warn: a
+--                    transaction open for 5 minutes or more, an inactive slot
+--                    holding an xmin, or an xmin 10 million transactions old;
+--                    fail: 1 hour, or 100 million transactions.
+--   expired_leases   jobs in flight whose lease expired and that nobody reaped:
+--                    warn when one expired more than 1 minute ago (workers reap
+--                    every lease/2, pg_cron's brooq_reap every minute), fail when
+--                    more than 10 minutes ago (no reaper is running).
+--   paused_topics    paused topics with ready jobs waiting: warn (a pause
+--                    forgotten). A paused topic with nothing ready is ok.
+--   lost_leases      jobs not finished that lost their lease 2 times or more in
+--                    a row (lease_losses: a worker died or stalled under them,
+--                    each time; at the topic's max_lease_losses the job is dead):
+--                    warn, naming the worst one.
+--
+-- SECURITY DEFINER: it reads brooq.job and the statistics views with the rights
+-- of brooq's owner. The owner sees the transactions of other roles only if it is
+-- a superuser or a member of pg_read_all_stats; otherwise xmin_horizon says how
+-- many sessions it could not see. Times come from brooq._now(), so a test can
+-- move the clock. It reads brooq.job through partial indexes only, and counts at
+-- most 10,000 ready jobs per paused topic: about 10 ms on a table of a million
+-- rows. (One query over every paused topic at once made the planner guess
+-- hundreds of topics before brooq.topic is analyzed, cost enough to switch JIT
+-- on: 400 ms of compiling for a query that runs in 0.1 ms.)
+--
+-- Returns: (name, status, detail) x 6.
+-- Errors: none of its own.
+-- Touches: reads brooq.job (through its partial indexes), brooq.topic,
+-- pg_stat_all_tables, pg_stat_activity, pg_prepared_xacts, pg_replication_slots.
+create type brooq.health_check as (
+    name   text,
+    status text,
+    detail text
+);
+
+comment on type brooq.health_check is
+'A row of brooq.health(): the check''s name, its status (ok, warn, fail) and what was seen.';
+
+create or replace function brooq.health()
+returns setof brooq.health_check
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_dead bigint;
+    v_live bigint;
+    v_rows real;
+    v_threshold bigint;
+    v_scale float8;
+    v_due bigint;
+    v_last_auto timestamptz;
+    v_last_manual timestamptz;
+    v_last timestamptz;
+    v_autovacuum boolean;
+    v_hidden integer;
+    v_holder record;
+    v_count bigint;
+    v_oldest timestamptz;
+    v_text text;
+    v_job record;
+    v_ready bigint;
+begin
+    -- dead_tuples, last_vacuum ------------------------------------------------
+    select s.n_dead_tup, s.n_live_tup, s.last_autovacuum, s.last_vacuum
+      into v_dead, v_live, v_last_auto, v_last_manual
+      from pg_stat_all_tables s
+     where s.relid = 'brooq.job'::regclass;
+    select c.reltuples,
+           coalesce((select o.option_value::bigint from pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'autovacuum_vacuum_threshold'),
+                    current_setting('autovacuum_vacuum_threshold')::bigint),
+           coalesce((select o.option_value::float8 from pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'autovacuum_vacuum_scale_factor'),
+                    current_setting('autovacuum_vacuum_scale_factor')::float8),
+           coalesce((select o.option_value::boolean from pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'autovacuum_enabled'), true)
+           and current_setting('autovacuum')::boolean
+      into v_rows, v_threshold, v_scale, v_autovacuum
+      from pg_class c
+     where c.oid = 'brooq.job'::regclass;
+    v_dead := coalesce(v_dead, 0);
+    v_live := coalesce(v_live, 0);
+    v_due := v_threshold + (v_scale * greatest(v_rows, 0))::bigint;
+    return next (
+        'dead_tuples',
+        case when v_dead > 100 * v_due then 'fail' when v_dead > 10 * v_due then 'warn' else 'ok' end,
+        format('%s dead and %s live row versions in brooq.job; autovacuum starts at %s dead', v_dead, v_live, v_due))::brooq.health_check;
+
+    v_last := greatest(v_last_auto, v_last_manual);
+    return next (
+        'last_vacuum',
+        case when v_dead > v_due and (v_last is null or v_last < v_now - interval '1 hour') then 'warn' else 'ok' end,
+        format('last autovacuum %s, last manual vacuum %s; %s dead row versions, vacuum due at %s%s',
+               coalesce(to_char(v_last_auto, 'YYYY-MM-DD HH24:MI:SSOF') || ' (' || date_trunc('second', v_now - v_last_auto) || ' ago)', 'never'),
+               coalesce(to_char(v_last_manual, 'YYYY-MM-DD HH24:MI:SSOF') || ' (' || date_trunc('second', v_now - v_last_manual) || ' ago)', 'never'),
+               v_dead, v_due,
+               case when v_autovacuum then '' else '; autovacuum is off for brooq.job' end))::brooq.health_check;
+
+    -- xmin_horizon ---------------------------------------------------------------
+    select count(*)::integer into v_hidden
+      from pg_stat_activity a
+     where a.datid = (select d.oid from pg_database d where d.datname = current_database())
+       and a.pid <> pg_backend_pid()
+       and a.query = '<insufficient privilege>';
+    select h.* into v_holder
+      from (
+        select format('transaction of pid %s (user %s, application "%s", %s) open since %s',
+                      a.pid, a.usename, left(a.application_name, 60), coalesce(a.state, a.backend_type),
+                      to_char(a.xact_start, 'YYYY-MM-DD HH24:MI:SSOF')) as what,
+               greatest(age(a.backend_xmin), age(a.backend_xid)) as xid_age,
+               v_now - a.xact_start as open_for,
+               null::boolean as inactive_slot
+          from pg_stat_activity a
+         where (a.datid = (select d.oid from pg_database d where d.datname = current_database()) or a.datid is null)
+           and a.pid <> pg_backend_pid()
+           and (a.backend_xmin is not null or a.backend_xid is not null)
+        union all
+        select format('prepared transaction "%s" (owner %s) prepared at %s',
+                      left(p.gid, 60), p.owner, to_char(p.prepared, 'YYYY-MM-DD HH24:MI:SSOF')),
+               age(p.transaction), v_now - p.prepared, null
+          from pg_prepared_xacts p
+         where p.database = current_database()
+        union all
+        select format('replication slot "%s" (%s, %s)', s.slot_name, s.slot_type,
+                      case when s.active then 'active' else 'inactive' end),
+               age(s.xmin), null, not s.active
+          from pg_replication_slots s
+         where s.xmin is not null
+           and (s.database is null or s.database = current_database())
+      ) as h
+     order by h.xid_age desc nulls last
+     limit 1;
+    if v_holder.what is null then
+        v_text := 'nothing holds back vacuum';
+    else
+        v_text := format('oldest: %s, %s transactions old%s', v_holder.what, v_holder.xid_age,
+                         case when v_holder.open_for is not null
+                              then format(', open for %s', date_trunc('second', v_holder.open_for)) else '' end);
+    end if;
+    if v_hidden > 0 then
+        v_text := v_text || format('; %s sessions of other roles not visible (grant pg_read_all_stats to %s)',
+                                   v_hidden, current_user);
+    end if;
+    return next (
+        'xmin_horizon',
+        case when v_holder.what is null then 'ok'
+             when v_holder.xid_age >= 100000000 or v_holder.open_for >= interval '1 hour' then 'fail'
+             when v_holder.xid_age >= 10000000 or v_holder.open_for >= interval '5 minutes'
+                  or v_holder.inactive_slot then 'warn'
+             else 'ok' end,
+        v_text)::brooq.health_check;
+
+    -- expired_leases ---------------------------------------------------------------
+    select count(*), min(j.locked_until) into v_count, v_oldest
+      from brooq.job j
+     where j.locked_until < v_now - interval '1 minute'
+       and j.state = 'processing';
+    return next (
+        'expired_leases',
+        case when v_count = 0 then 'ok' when v_oldest < v_now - interval '10 minutes' then 'fail' else 'warn' end,
+        case when v_count = 0 then 'no lease expired more than 1 minute ago'
+             else format('%s jobs in flight with a lease expired more than 1 minute ago, the oldest at %s (%s ago): is a worker or pg_cron''s brooq_reap running reap?',
+                         v_count, to_char(v_oldest, 'YYYY-MM-DD HH24:MI:SSOF'), date_trunc('second', v_now - v_oldest)) end
+        )::brooq.health_check;
+
+    -- paused_topics -----------------------------------------------------------------
+    v_count := 0;
+    v_text := null;
+    for v_job in
+        select t.name, t.updated_at from brooq.topic t where t.paused order by t.name
+    loop
+        select count(*) into v_ready
+          from (select from brooq.job j
+                 where j.topic = v_job.name
+                   and j.state in ('pending', 'failed')
+                   and j.available_at <= v_now
+                 limit 10001) as r;
+        if v_ready > 0 then
+            v_count := v_count + 1;
+        end if;
+        v_text := concat_ws(', ', v_text,
+                            format('%s (%s ready, paused since %s)', v_job.name,
+                                   case when v_ready > 10000 then '10000+' else v_ready::text end,
+                                   to_char(v_job.updated_at, 'YYYY-MM-DD HH24:MI:SSOF')));
+    end loop;
+    return next (
+        'paused_topics',
+        case when v_count > 0 then 'warn' else 'ok' end,
+        coalesce('paused: ' || v_text, 'no topic is paused'))::brooq.health_check;
+
+    -- lost_leases ---------------------------------------------------------------------
+    select count(*) into v_count
+      from brooq.job j
+     where j.lease_losses >= 2
+       and ((j.state in ('pending', 'failed') and j.lease_losses > 0) or j.locked_until is not null);
+    select j.id, j.topic, j.lease_losses, j.attempts, j.max_attempts,
+           coalesce(t.max_lease_losses, 5) as max_lease_losses
+      into v_job
+      from brooq.job j
+      left join brooq.topic t on t.name = j.topic
+     where j.lease_losses >= 2
+       and ((j.state in ('pending', 'failed') and j.lease_losses > 0) or j.locked_until is not null)
+     order by j.lease_losses desc, j.id
+     limit 1;
+    return next (
+        'lost_leases',
+        case when v_count > 0 then 'warn' else 'ok' end,
+        case when v_count = 0 then 'no job lost its lease twice in a row'
+             else format('%s jobs lost their lease 2 times or more in a row (a worker died or stalled under them); the worst: job %s of topic %s, %s of max_lease_losses %s, attempts %s/%s',
+                         v_count, v_job.id, v_job.topic, v_job.lease_losses, v_job.max_lease_losses,
+                         v_job.attempts, v_job.max_attempts) end)::brooq.health_check;
+end
+$$;
+
+comment on function brooq.health() is
+'What needs a person: six checks (dead_tuples, last_vacuum, xmin_horizon, expired_leases, paused_topics, lost_leases), each ok, warn or fail, with a detail. No errors of its own.';
+
+revoke all on function brooq.health() from public;
+grant execute on function brooq.health() to brooq_worker, brooq_admin;
+
+-- change table_schedule
+
+-- brooq.schedule: one row per periodic job (brooq.schedule registers it, with a
+-- pg_cron job named brooq_schedule.<name> that calls brooq._schedule_tick).
+-- The job's topic, payload and priority live here, not in pg_cron's command
+-- text: the command names the schedule only. Written only by brooq.schedule,
+-- brooq.unschedule and brooq._schedule_tick; read through the view brooq.schedules.
+--   name          1 to 48 of a-z 0-9 . - _ (pg_cron's job names are at most 63
+--                 bytes, with the prefix brooq_schedule.)
+--   cron          pg_cron's schedule: '*/5 * * * *', or '30 seconds' (pg_cron 1.5+)
+--   last_tick_at  the tick of the last job this schedule enqueued
+--   last_job_id   that job (it may have been purged since)
+create table brooq.schedule (
+    name          text        not null,
+    cron          text        not null,
+    topic         text        not null,
+    payload       jsonb       not null,
+    priority      integer     not null default 0,
+    created_at    timestamptz not null,
+    updated_at    timestamptz not null,
+    last_tick_at  timestamptz,
+    last_job_id   bigint,
+    constraint schedule_pkey primary key (name),
+    constraint schedule_name_valid check (name ~ '^[a-z0-9._-]{1,48}$'),
+    constraint schedule_cron_length check (length(cron) between 1 and 100)
+);
+
+comment on table brooq.schedule is
+'Periodic jobs registered with pg_cron (private: use brooq.schedule, brooq.unschedule, the view brooq.schedules).';
+
+revoke all on table brooq.schedule from public;
+
+-- change function_schedule
+
+-- brooq.schedule(name, cron, topic, payload, priority) -> bigint
+-- brooq.unschedule(name) -> boolean
+-- brooq._schedule_tick(name) -> bigint           (what pg_cron runs)
+-- brooq._schedule_tick_at(cron, at) -> timestamptz
+-- view brooq.schedules
+--
+-- Periodic jobs on pg_cron. schedule registers (idempotently: the same name
+-- again updates it and keeps its pg_cron job id) a row of brooq.schedule and a
+-- pg_cron job named brooq_schedule.<name> whose command is
+--   select brooq._schedule_tick('<name>')
+-- Each run enqueues one job of the schedule's topic, payload and priority, with
+-- the idempotency key
+--   schedule:<name>:<tick>     e.g. schedule:nightly:2030-01-01T03:00:00Z
+-- where <tick> is the run's time cut down to the schedule's granularity: the
+-- minute for a cron schedule (pg_cron starts a job within its minute), the
+-- N-second step since the epoch for pg_cron's 'N seconds' form (pg_cron 1.5+;
+-- two runs are at least N seconds apart, so never in one step). A tick that runs
+-- twice (a retry, a second scheduler, a manual call) finds its key taken and
+-- enqueues nothing more: exactly one job per tick. A run that starts more than a
+-- step late shares the next tick's key, and that tick enqueues nothing.
+--
+-- The pg_cron job runs as brooq's owner (schedule is SECURITY DEFINER, and
+-- pg_cron runs a job as the role that scheduled it), in this database; its
+-- command names the schedule only and is schema-qualified, so nothing in it
+-- resolves through a search_path (the topic and payload are read from the row).
+-- pg_cron must be installed here (see brooq.schedule_maintenance).
+--
+-- schedule:
+--   name      1 to 48 of a-z 0-9 . - _
+--   cron      a pg_cron schedule, at most 100 characters ('0 3 * * *', '*/5 * * * *',
+--             '30 seconds' on pg_cron 1.5+)
+--   topic     a declared topic
+--   payload   the payload of every job (default '{}'), at most the topic's
+--             max_payload_bytes
+--   priority  the priority of every job (default 0)
+--   Returns: the pg_cron job id.
+-- unschedule: removes the schedule and its pg_cron job. Returns true when there
+--   was one, false when not. Works without pg_cron (then only the row goes).
+-- Errors:
+--   22004 null_value_not_allowed           a NULL argument
+--   22023 invalid_parameter_value          a bad name; a schedule over 100
+--                                          characters, or one pg_cron rejects
+--   42704 undefined_object                 the topic was not declared
+--   54000 program_limit_exceeded           the payload is larger than the topic allows
+--   55000 object_not_in_prerequisite_state schedule: pg_cron is not installed here
+-- Touches: brooq.schedule (one row), cron.job (one row); each tick inserts at
+-- most one row into brooq.job and updates the schedule's last_tick_at, last_job_id.
+create or replace function brooq._schedule_tick_at(cron text, at timestamptz)
+returns timestamptz
+language plpgsql
+immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_step integer := coalesce(nullif(substring(_schedule_tick_at.cron from '^\s*([0-9]{1,5})\s*seconds?\s*$'), '')::integer, 0);
+begin
+    if v_step < 1 then
+        v_step := 60;  -- a cron schedule: pg_cron's granularity is the minute
+    end if;
+    return to_timestamp(floor(extract(epoch from _schedule_tick_at.at) / v_step) * v_step);
+end
+$$;
+
+create or replace function brooq._schedule_tick(name text)
+returns bigint
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_schedule brooq.schedule;
+    v_tick timestamptz;
+    v_id bigint;
+begin
+    select s.* into v_schedule from brooq.schedule s where s.name = _schedule_tick.name for no key update;
+    if not found then
+        return null;  -- unscheduled while pg_cron was running it
+    end if;
+    v_tick := brooq._schedule_tick_at(v_schedule.cron, brooq._now());
+    select e.id into v_id
+      from brooq.enqueue(v_schedule.topic, v_schedule.payload,
+                         idempotency_key => format('schedule:%s:%s', v_schedule.name,
+                                                   to_char(v_tick at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
+                         priority => v_schedule.priority) as e;
+    update brooq.schedule s
+       set last_tick_at = v_tick, last_job_id = v_id
+     where s.name = v_schedule.name;
+    return v_id;
+end
+$$;
+
+create or replace function brooq.schedule(
+    name text,
+    cron text,
+    topic text,
+    payload jsonb default '{}',
+    priority integer default 0)
+returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_max_bytes integer;
+    v_jobid bigint;
+begin
+    if schedule.name is null or schedule.cron is null or schedule.topic is null
+       or schedule.payload is null or schedule.priority is null then
+        raise exception 'brooq.schedule: name, cron, topic, payload and priority must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Leave payload and priority out for their defaults (''{}'' and 0).';
+    end if;
+    if schedule.name !~ '^[a-z0-9._-]{1,48}$' then
+        raise exception 'invalid schedule name "%"', left(schedule.name, 60)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use 1 to 48 lowercase letters, digits, ".", "-" or "_".';
+    end if;
+    if length(schedule.cron) > 100 then
+        raise exception 'invalid schedule "%...": longer than 100 characters', left(schedule.cron, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give a cron schedule such as ''*/5 * * * *'' or ''30 seconds''.';
+    end if;
+    select t.max_payload_bytes into v_max_bytes from brooq.topic t where t.name = schedule.topic;
+    if not found then
+        raise exception 'topic "%" does not exist', left(schedule.topic, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
+    end if;
+    if octet_length(schedule.payload::text) > v_max_bytes then
+        raise exception 'payload of % bytes is larger than the % bytes allowed for topic "%"',
+                octet_length(schedule.payload::text), v_max_bytes, schedule.topic
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
+    end if;
+    perform brooq._require_pg_cron();
+    insert into brooq.schedule as s (name, cron, topic, payload, priority, created_at, updated_at)
+    values (schedule.name, schedule.cron, schedule.topic, schedule.payload, schedule.priority, v_now, v_now)
+    on conflict on constraint schedule_pkey do update
+       set cron = excluded.cron, topic = excluded.topic, payload = excluded.payload,
+           priority = excluded.priority, updated_at = excluded.updated_at;
+    -- pg_cron checks the schedule (22023 when it rejects it, and the row above
+    -- rolls back with the statement). Dynamic: the parameter cron would shadow the
+    -- schema cron in a static call.
+    execute 'select cron.schedule($1, $2, $3)' into v_jobid
+      using 'brooq_schedule.' || schedule.name, schedule.cron,
+            format('select brooq._schedule_tick(%L)', schedule.name);
+    return v_jobid;
+end
+$$;
+
+create or replace function brooq.unschedule(name text)
+returns boolean
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_found boolean;
+    v_job bigint;
+begin
+    if unschedule.name is null then
+        raise exception 'brooq.unschedule: name must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Name a schedule: select name from brooq.schedules.';
+    end if;
+    delete from brooq.schedule s where s.name = unschedule.name;
+    v_found := found;
+    if to_regnamespace('cron') is not null then
+        for v_job in
+            execute 'select c.jobid from cron.job c where c.jobname = $1 and c.username = current_user'
+              using 'brooq_schedule.' || unschedule.name
+        loop
+            perform cron.unschedule(v_job);
+            v_found := true;
+        end loop;
+    end if;
+    return v_found;
+end
+$$;
+
+-- brooq.schedules: every periodic job, and the last job it enqueued.
+create or replace view brooq.schedules as
+select s.name, s.cron, s.topic, s.payload, s.priority, s.created_at, s.updated_at,
+       s.last_tick_at, s.last_job_id, j.state as last_job_state
+  from brooq.schedule s
+  left join brooq.job j on j.id = s.last_job_id;
+
+comment on view brooq.schedules is
+'Periodic jobs (brooq.schedule): schedule, topic, payload, priority, and the tick, id and state of the last job enqueued.';
+
+comment on function brooq._schedule_tick_at(text, timestamptz) is
+'Private: the tick an instant belongs to: the minute, or the N-second step of an ''N seconds'' schedule.';
+comment on function brooq._schedule_tick(text) is
+'Private: what pg_cron runs for a schedule: enqueue its job once per tick (idempotency key schedule:<name>:<tick>); the job id, NULL when the schedule is gone.';
+comment on function brooq.schedule(text, text, text, jsonb, integer) is
+'Register (idempotently) a periodic job on pg_cron: one job of topic per tick; returns the pg_cron job id. Errors: 22004 NULL, 22023 bad name or schedule, 42704 unknown topic, 54000 payload too large, 55000 pg_cron missing.';
+comment on function brooq.unschedule(text) is
+'Remove a periodic job and its pg_cron job; true if there was one. Errors: 22004 NULL name.';
+
+revoke all on function brooq._schedule_tick_at(text, timestamptz) from public;
+revoke all on function brooq._schedule_tick(text) from public;
+revoke all on function brooq.schedule(text, text, text, jsonb, integer) from public;
+revoke all on function brooq.unschedule(text) from public;
+grant execute on function brooq.schedule(text, text, text, jsonb, integer) to brooq_admin;
+grant execute on function brooq.unschedule(text) to brooq_admin;
+revoke all on brooq.schedules from public;
+grant select on brooq.schedules to brooq_worker, brooq_admin;
 
 commit;

@@ -38,13 +38,25 @@ create table brooq.job (
     lease_losses    integer         not null default 0,
     -- what the running handler last reported (table_job_add_progress)
     progress        jsonb,
+    -- when the job was first claimed; max_execution counts from it
+    -- (table_job_add_first_claimed_at)
+    first_claimed_at timestamptz,
+    -- ordered groups: jobs of one (topic, group_key) run one at a time, in group_seq
+    -- order (table_job_add_group)
+    group_key       text,
+    group_seq       bigint,
+    -- the W3C trace context the job was enqueued under, NULL: none; beside the
+    -- payload, never inside it (table_job_add_trace_context)
+    trace_context   jsonb,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)
         and (locked_by is null) = (locked_until is null)),
     constraint job_attempts_not_negative check (attempts >= 0),
     constraint job_idempotency_key_not_empty check (idempotency_key <> ''),
-    constraint job_lease_losses_not_negative check (lease_losses >= 0)
+    constraint job_lease_losses_not_negative check (lease_losses >= 0),
+    constraint job_group_key_valid check (group_key <> '' and length(group_key) <= 255),
+    constraint job_group_seq_iff_key check ((group_key is null) = (group_seq is null))
 )
 with (
     -- A queue table churns: vacuum and analyze it often, in short passes,
@@ -75,6 +87,12 @@ create index job_lease_idx on brooq.job (locked_until)
 -- (table_job_add_lease_losses)
 create index job_suspect_idx on brooq.job (topic, priority desc, available_at, id)
     where state in ('pending', 'failed') and lease_losses > 0;
+
+-- claim: is an earlier job of the group still active (pending, failed or processing)?
+-- One probe per grouped candidate; holds only grouped jobs that are not terminal.
+-- (table_job_add_group)
+create index job_group_idx on brooq.job (topic, group_key, group_seq)
+    where group_key is not null and state in ('pending', 'failed', 'processing');
 
 -- purge: terminal rows by age, per topic.
 create index job_terminal_idx on brooq.job (topic, updated_at)

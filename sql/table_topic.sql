@@ -21,6 +21,9 @@ create table brooq.topic (
     max_in_flight     integer,
     rate              integer,
     per               interval,
+    -- the longest a job may take across all its attempts, from its first claim;
+    -- NULL = no limit (table_topic_add_max_execution)
+    max_execution     interval,
     -- retention policies (table_topic_add_retain): false = delete a job as it
     -- settles done; false = clear (to 'null'::jsonb) the payload of a terminal job
     retain_done       boolean     not null default true,
@@ -37,7 +40,9 @@ create table brooq.topic (
     constraint topic_max_in_flight_range check (max_in_flight between 1 and 1000000),
     constraint topic_rate_range check (rate between 1 and 1000000),
     constraint topic_per_range check (per between interval '1 millisecond' and interval '1 day'),
-    constraint topic_rate_with_per check ((rate is null) = (per is null))
+    constraint topic_rate_with_per check ((rate is null) = (per is null)),
+    constraint topic_max_execution_range
+        check (max_execution between interval '1 second' and interval '100 years')
 );
 
 comment on table brooq.topic is

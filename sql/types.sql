@@ -8,7 +8,11 @@ create type brooq.enqueued as (
 );
 
 -- brooq.claim: a job now held by the caller. attempt counts this claim;
--- lease_token must be handed back to settle and heartbeat.
+-- lease_token must be handed back to settle and heartbeat. execution_deadline and
+-- execution_left: when the topic's max_execution runs out for this job, and the
+-- time left at the claim (NULL: no max_execution; types_claimed_job_add_execution).
+-- trace_context: the W3C trace context the job was enqueued under
+-- (types_claimed_job_add_trace_context).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -18,7 +22,10 @@ create type brooq.claimed_job as (
     priority     integer,
     lease_token  bigint,
     locked_until timestamptz,
-    created_at   timestamptz
+    created_at   timestamptz,
+    execution_deadline timestamptz,
+    execution_left     interval,
+    trace_context      jsonb
 );
 
 -- brooq.settle_many: the state a settled job was left in.

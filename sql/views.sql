@@ -14,6 +14,11 @@
 --                          ready - (max_in_flight - processing), at least 0
 --   held_by_rate           ready jobs that the rate keeps from a claim now:
 --                          ready - (rate - jobs claimed in the last per), at least 0
+--   held_by_group          ready jobs of an ordered group that wait for an earlier
+--                          job of their group (pending, failed or processing)
+--   max_execution          the longest a job may take across all its attempts (NULL:
+--                          no limit; brooq.declare_topic). A worker that may not read
+--                          brooq.topic checks its attempt timeout against it at start.
 create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
@@ -34,7 +39,9 @@ select t.name as topic,
             else greatest(coalesce(w.ready, 0) - greatest(t.rate - coalesce((
                      select sum(c.jobs) from brooq.claim_window c
                       where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
-       end as held_by_rate
+       end as held_by_rate,
+       t.max_execution,
+       coalesce(g.held, 0) as held_by_group
   from brooq.topic t
   -- Grouped once, then joined: a lateral subquery per topic row made the planner
   -- multiply the scan's cost by its guess of the topic count (600 before the tiny
@@ -57,10 +64,23 @@ select t.name as topic,
          from brooq.job j
         where j.locked_until is not null
         group by j.topic
-  ) as f on f.topic = t.name;
+  ) as f on f.topic = t.name
+  -- ready grouped jobs behind an earlier active job of their group: job_group_idx
+  left join (
+       select j.topic, count(*) as held
+         from brooq.job j
+        where j.group_key is not null
+          and j.state in ('pending', 'failed', 'processing')
+          and j.state <> 'processing'
+          and j.available_at <= (select brooq._now())
+          and exists (select from brooq.job k
+                       where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                         and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq)
+        group by j.topic
+  ) as g on g.topic = t.name;
 
 comment on view brooq.topic_stats is
-'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back.';
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group), max_execution.';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
 create or replace view brooq.in_flight as
@@ -83,7 +103,7 @@ grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
 create or replace view brooq.jobs as
 select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
        j.idempotency_key, j.available_at, j.created_at, j.updated_at,
-       j.locked_by, j.locked_until, j.last_error, j.result, j.progress
+       j.locked_by, j.locked_until, j.last_error, j.result, j.progress, j.group_key
   from brooq.job j;
 
 comment on view brooq.jobs is

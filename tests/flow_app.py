@@ -4,7 +4,8 @@
 
 One handler, `limited` (max_in_flight 3, declared by the worker at start, as every
 worker of the topic does): sleeps payload["seconds"], and appends "start end" (the
-wall clock around its run) to AUDIT_FILE, one line per execution.
+wall clock around its run) and payload["group"] (or "-") to AUDIT_FILE, one line
+per execution.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def main() -> None:
     def limited(job: brooq.Job) -> None:
         start = time.time()
         time.sleep(float(job.payload.get("seconds", 0.02)))
-        line = f"{start:.6f} {time.time():.6f}\n".encode()
+        line = f"{start:.6f} {time.time():.6f} {job.payload.get('group', '-')}\n".encode()
         fd = os.open(audit, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line)  # one write per line: O_APPEND keeps lines whole across processes

@@ -30,7 +30,7 @@ def test_bench_smoke_runs_every_scenario_for_brooq(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     figures = {(f["scenario"], f["metric"], f["system"]): f for f in data["figures"]}
     scenarios = {f["scenario"] for f in data["figures"]}
-    assert scenarios == {"enqueue", "drain", "memory", "latency", "ceiling", "grown"}, scenarios
+    assert scenarios == {"enqueue", "drain", "memory", "latency", "ceiling", "grown", "flow"}, scenarios
     assert not data["notes"], data["notes"]  # no worker failed, no job was lost
     assert data["meta"]["settings"]["fsync"] == "on"
     assert data["meta"]["settings"]["synchronous_commit"] == "on"
@@ -45,3 +45,6 @@ def test_bench_smoke_runs_every_scenario_for_brooq(tmp_path: Path) -> None:
     assert figures[("enqueue", "bulk, 300 jobs", "brooq")]["median"] > 0
     assert figures[("ceiling", "pgbench claim ×100 + settle_many, 2 clients", "brooq")]["median"] > 0
     assert figures[("grown", "topic_stats (+3,000 terminal rows)", "brooq")]["median"] > 0
+    for case in ("no limit", "max_in_flight 10,000, not binding", "1,000 groups"):  # issue 14
+        assert figures[("flow", f"drain, 1 worker process ({case})", "brooq")]["median"] > 0
+    assert figures[("flow", "1,000 groups, as share of no limit", "brooq")]["median"] > 0

@@ -87,6 +87,13 @@ def test_dsn_comes_from_brooq_dsn(db: str) -> None:
     assert fate(db, enqueued_id(done.stdout)) == ("pending", 0)
 
 
+def test_an_empty_brooq_dsn_counts_as_unset() -> None:
+    done = brooq("stats", env={"BROOQ_DSN": ""})
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        "\nbrooq: error: no database given: pass --dsn postgresql://... or set BROOQ_DSN\n")
+
+
 def test_job_prints_its_fate_on_one_line(db: str) -> None:
     declare(db)
     job_id = enqueued_id(brooq("enqueue", "mail", '{"n": 1}', "--priority", "3", dsn=db).stdout)
@@ -147,11 +154,24 @@ def test_stats_shows_depth_by_topic(db: str) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["topic", "paused", "pending", "failed", "ready", "scheduled",
-                                "processing", "expired", "oldest", "ready"]
+                                "processing", "expired", "oldest", "ready", "held"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
     assert rows["mail"][:7] == ["no", "3", "0", "3", "0", "0", "0"]
     assert re.fullmatch(r"\d+ms|\d+\.\ds", rows["mail"][7])  # age of the oldest ready job
-    assert rows["sms"] == ["no", "1", "0", "0", "1", "0", "0", "-"]
+    assert rows["sms"] == ["no", "1", "0", "0", "1", "0", "0", "-", "-"]
+    assert rows["mail"][8] == "-"  # no flow limit holds anything back
+
+
+def test_stats_shows_the_jobs_each_flow_limit_holds_back(db: str) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('mail', max_in_flight => 1)")
+        conn.execute("select brooq.enqueue_many('mail', array_fill('{}'::jsonb, array[3]),"
+                     " group_keys => array['a', 'a', 'b'])")
+        conn.execute("select brooq.claim('w', array['mail'], 10)")
+    done = brooq("stats", dsn=db)
+    assert done.returncode == 0, done.stderr
+    # 2 ready, 0 room: both held by max_in_flight; the second of group a by its group too
+    assert done.stdout.splitlines()[2].split()[-4:] == ["2", "in_flight,", "1", "group"]
 
 
 def test_stats_without_topics(db: str) -> None:
@@ -356,6 +376,7 @@ def test_worker_runs_a_module_object_and_logs_progress_in_a_pipe(db: str, worker
         conn.execute("select brooq.enqueue_many('cli.echo', array(select jsonb_build_object('n', i)"
                      " from generate_series(1, 50) i))")
     env = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")}
+    env |= {"BROOQ_LEASE": "", "BROOQ_PREFETCH": "", "BROOQ_METRICS_ADDRESS": ""}  # empty: unset
     proc = subprocess.Popen([*COMMAND, "worker", "cliapp:worker", "--dsn", db, "--concurrency", "3",
                              "--lease", "5s", "--progress", "log"],
                             cwd=worker_app, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from datetime import timedelta
 
 import brooq
@@ -42,6 +44,26 @@ def test_settings_from_the_environment_and_arguments_win() -> None:
     defaults = WorkerConfig.from_env({"BROOQ_DSN": "dbname=x"})
     assert defaults.effective_reap_interval == timedelta(seconds=15)
     assert defaults.heartbeat_interval == timedelta(seconds=10)
+
+
+def test_an_empty_variable_counts_as_unset() -> None:
+    """BROOQ_X= (set, empty: as a template or a compose file leaves it) is not a value."""
+    empty = {f"BROOQ_{f.name.upper()}": "" for f in dataclasses.fields(WorkerConfig)}
+    config = WorkerConfig.from_env({**empty, "BROOQ_DSN": "dbname=x", "BROOQ_WORKER_NAME": "",
+                                    "BROOQ_NAME": "legacy"})
+    assert config == WorkerConfig(dsn="dbname=x", name="legacy")  # every default, no error
+    with pytest.raises(brooq.ConfigError) as raised:
+        WorkerConfig.from_env(empty)
+    assert raised.value.problems == ["dsn: missing; pass dsn= or set BROOQ_DSN"]
+
+
+def test_an_empty_variable_leaves_a_worker_its_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BROOQ_DSN", "dbname=x")
+    for name in ("BROOQ_CONCURRENCY", "BROOQ_LEASE", "BROOQ_METRICS_ADDRESS", "BROOQ_LISTEN"):
+        monkeypatch.setenv(name, "")
+    worker = brooq.Worker(prefetch=2)
+    assert (worker.config.concurrency, worker.config.lease, worker.config.metrics_address,
+            worker.config.listen, worker.config.prefetch) == (10, timedelta(seconds=30), None, True, 2)
 
 
 def test_every_problem_is_listed_at_once() -> None:

@@ -97,9 +97,12 @@ def test_cron_commands_and_procedures_resolve_nothing_through_the_search_path(cr
     conn.execute("select * from brooq.enqueue_many(%s, array_fill('{}'::jsonb, array[25]))", [topic])
     conn.execute("update brooq.job set state = 'done', updated_at = now() - interval '1 day' "
                  "where topic = %s", [topic])
+    # a periodic job too (brooq.schedule): its command ticks the schedule, which enqueues
+    conn.execute("select brooq.schedule('evil-tick', '0 0 1 1 *', %s, '{\"n\": 1}')", [topic])
     commands = [r[0] for r in conn.execute(
-        "select command from cron.job where jobname in ('brooq_reap', 'brooq_purge') order by jobname")]
-    assert len(commands) == 2
+        "select command from cron.job where jobname in ('brooq_reap', 'brooq_purge', 'brooq_schedule.evil-tick')"
+        " order by jobname")]
+    assert len(commands) == 3
 
     # The planted objects do record calls when a statement does resolve through the path.
     conn.execute("set search_path = evil, pg_catalog")
@@ -117,8 +120,13 @@ def test_cron_commands_and_procedures_resolve_nothing_through_the_search_path(cr
     conn.execute("reset search_path")
     recorded = conn.execute("select what, pg_catalog.count(*) from evil.calls group by what").fetchall()
     assert recorded == [], f"resolved through the caller's search_path: {recorded}"
-    left = conn.execute("select count(*) from brooq.job where topic = %s", [topic]).fetchone()
+    left = conn.execute("select count(*) from brooq.job where topic = %s and state = 'done'", [topic]).fetchone()
     assert left == (0,), "purge_all did not run to the end"
+    ticked = conn.execute("select count(*) from brooq.job where topic = %s and idempotency_key like 'schedule:%%'",
+                          [topic]).fetchone()
+    conn.execute("select brooq.unschedule('evil-tick')")
+    conn.execute("delete from brooq.job where topic = %s", [topic])
+    assert ticked == (1,), "the schedule's command did not enqueue its job"
 
 
 def test_maintenance_jobs_registered_by_0_1_0_are_rewritten_on_upgrade(cron_db: Conn) -> None:

@@ -448,3 +448,97 @@ def test_async_handlers_see_cancellation(db: str, conn: Conn) -> None:
     assert seen == ["task canceled, flag True (lease lost)", "wait_canceled returned"]
     assert fate(conn, job_id).state == "canceled"
     assert w.last_error == "the handler returned an awaitable: declare it with async def"
+
+
+def test_wrapped_signals_choose_the_outcome_like_errors_as(
+        db: str, conn: Conn, caplog: pytest.LogCaptureFixture) -> None:
+    """A signal raised `from` under another exception, or the context of an exception
+    raised while handling it, chooses the outcome; `from None` hides it. A failure is
+    logged at ERROR with its stack, a (wrapped) signal never is."""
+    worker = brooq.Worker(db, **FAST)
+    settings = {"backoff_base": timedelta(seconds=20), "backoff_max": timedelta(minutes=1)}
+    signals: dict[str, Any] = {
+        "retry": lambda: brooq.Retry(timedelta(seconds=40), reason="rate limited"),
+        "preserve": lambda: brooq.PreserveAttempt(30.0, reason="not now"),
+        "cancel": lambda: brooq.Cancel("not wanted"),
+    }
+
+    def explicit(make: Any) -> Any:
+        def handle(job: brooq.Job) -> None:
+            raise ValueError("bad response") from make()
+        return handle
+
+    def implicit(make: Any) -> Any:
+        def handle(job: brooq.Job) -> None:
+            try:
+                raise make()
+            except brooq.HandlerSignal:
+                if job.payload.get("hide"):
+                    raise KeyError("cleanup failed") from None
+                raise KeyError("cleanup failed")  # noqa: B904 (the implicit context is the point)
+        return handle
+
+    def implicit_deep(make: Any) -> Any:
+        async def handle(job: brooq.Job) -> None:  # async, and two levels down
+            try:
+                try:
+                    raise make()
+                except brooq.HandlerSignal as exc:
+                    raise OSError("disk full") from exc
+            except OSError:
+                if job.payload.get("hide"):
+                    raise RuntimeError("outer") from None
+                raise RuntimeError("outer")  # noqa: B904
+        return handle
+
+    for name, make in signals.items():
+        worker.handler(f"from-{name}", **settings)(explicit(make))
+        worker.handler(f"context-{name}", **settings)(implicit(make))
+        worker.handler(f"deep-{name}", **settings)(implicit_deep(make))
+
+    def waits(f: brooq.JobFate) -> float:
+        return (f.available_at - f.updated_at).total_seconds()
+
+    with caplog.at_level(logging.INFO, logger="brooq.worker"), running(worker):
+        ids = {t: enqueue_sql(conn, t) for t in worker.topics}
+        hidden = {t: enqueue_sql(conn, t, '{"hide": true}') for t in ("context-cancel", "deep-cancel")}
+        fates = {t: wait_for(lambda i=i: settled(conn, i), what=t) for t, i in ids.items()}
+        hid = {t: wait_for(lambda i=i: settled(conn, i), what=t) for t, i in hidden.items()}
+
+    outer = {"from": "ValueError: bad response", "context": "KeyError: 'cleanup failed'",
+             "deep": "RuntimeError: outer"}
+    for how, text in outer.items():
+        r = fates[f"{how}-retry"]
+        assert (r.state, r.attempts, waits(r)) == ("failed", 1, 40), (how, r)
+        assert r.last_error == f"Retry: rate limited (raised as {text})"
+        p = fates[f"{how}-preserve"]
+        assert (p.state, p.attempts, waits(p)) == ("failed", 0, 30), (how, p)
+        assert p.last_error == f"PreserveAttempt: not now (raised as {text})"
+        c = fates[f"{how}-cancel"]
+        assert (c.state, c.last_error) == ("canceled", f"Cancel: not wanted (raised as {text})"), how
+    # `raise X from None` suppresses the context: an ordinary failure
+    assert (hid["context-cancel"].state, hid["context-cancel"].last_error) == (
+        "failed", "KeyError: 'cleanup failed'")
+    assert (hid["deep-cancel"].state, hid["deep-cancel"].last_error) == ("failed", "RuntimeError: outer")
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert {r.getMessage() for r in errors} == {
+        f"job {hidden['context-cancel']} (context-cancel) attempt 1/5 failed: KeyError: 'cleanup failed'",
+        f"job {hidden['deep-cancel']} (deep-cancel) attempt 1/5 failed: RuntimeError: outer"}
+    assert all(r.levelno == logging.ERROR and r.exc_info for r in errors)
+    tracebacks = [caplog.handler.formatter.formatException(r.exc_info) for r in errors if r.exc_info]
+    assert len(tracebacks) == 2 and all("in handle" in t for t in tracebacks), tracebacks
+
+
+def test_find_signal_walks_the_chain_and_survives_a_cycle() -> None:
+    from brooq.signals import find_signal
+
+    retry = brooq.Retry()
+    a, b = ValueError("a"), KeyError("b")
+    a.__cause__, b.__cause__ = b, a  # a cycle with no signal on it
+    assert find_signal(a) is None
+    c = TypeError("c")
+    c.__context__ = c  # a loop on itself
+    assert find_signal(c) is None
+    b.__cause__ = retry  # the signal under the first wrapper
+    assert find_signal(a) is retry
+    assert find_signal(retry) is retry

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -121,3 +123,45 @@ def test_healthz_is_503_without_a_database(conn: Conn, db: str, server: Any) -> 
         finally:
             server.execute(sql.SQL("alter database {} with allow_connections true").format(name))
         wait_for(lambda: get(f"{url}/healthz")[0] == 200, timeout=10, what="healthy again")
+
+
+def test_busy_slots_by_topic(db: str, conn: Conn) -> None:
+    """brooq_topic_busy_slots{topic}: the handlers of each topic running now, sync and
+    async; brooq_busy_slots is their sum (one source: the worker's Counters)."""
+    worker = brooq.Worker(db, concurrency=5, lease=timedelta(seconds=2),
+                          poll_interval=timedelta(milliseconds=100), metrics_address="127.0.0.1:0")
+    release = threading.Event()
+
+    @worker.handler("slow")
+    def slow(job: brooq.Job) -> None:
+        release.wait(20)
+
+    @worker.handler("slow-async")
+    async def slow_async(job: brooq.Job) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 20)
+
+    @worker.handler("idle")
+    def idle(job: brooq.Job) -> None:
+        return None
+
+    worker.declare_topics()
+    brooq.enqueue_many(conn, "slow", [{}] * 3)
+    brooq.enqueue(conn, "slow-async", {})
+
+    def busy(m: dict[Any, float]) -> dict[str, float]:
+        return {dict(labels)["topic"]: value for (name, labels), value in m.items()
+                if name == "brooq_topic_busy_slots"}
+
+    with running(worker):
+        url = worker.metrics_url
+        assert url is not None
+        def scraped_when(ok: Any) -> Any:
+            return lambda: (s if ok(s := scrape(url)) else None)
+
+        m = wait_for(scraped_when(lambda s: busy(s) == {"slow": 3, "slow-async": 1, "idle": 0}),
+                     what="4 busy slots")
+        assert m[("brooq_busy_slots", ())] == 4
+        release.set()
+        wait_for(lambda: worker.snapshot().done == 4, what="the jobs to be done")
+        m = wait_for(scraped_when(lambda s: s[("brooq_busy_slots", ())] == 0), what="no busy slot")
+        assert busy(m) == {"slow": 0, "slow-async": 0, "idle": 0}

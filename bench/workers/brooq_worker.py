@@ -1,7 +1,8 @@
 """brooq's reference worker (brooq.Worker) with a no-op handler on topic `bench`.
 
 Usage: python -m bench.workers.brooq_worker '<json config>'
-(config: dsn, latency, concurrency)
+(config: dsn, latency, concurrency, and handler: the topic settings of Worker.handler,
+e.g. {"max_in_flight": 10000}, which the worker declares at start)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def main() -> None:
         sys.exit("brooq.Worker does not exist yet (python/brooq/worker.py)")
     w = worker_class(cfg["dsn"], concurrency=int(cfg.get("concurrency", 100)))
 
-    @w.handler(cfg.get("topic", "bench"))  # type: ignore[untyped-decorator]
+    @w.handler(cfg.get("topic", "bench"), **cfg.get("handler", {}))  # type: ignore[untyped-decorator]
     def noop(job: Any) -> None:
         report.seen(job.payload)
 

@@ -40,6 +40,7 @@ class TopicHandler:
     max_in_flight: int | None = None  # flow control (brooq.declare_topic), None: no limit
     rate: int | None = None
     per: timedelta | None = None
+    max_execution: timedelta | None = None  # across all attempts of a job, None: no limit
     retain_done: bool = True  # retention policies (brooq.declare_topic)
     retain_payload: bool = True
 
@@ -54,6 +55,7 @@ class Attempt:
         "confirmed",
         "deadline",
         "elapsed",
+        "execution_ends",
         "expires",
         "handler",
         "hung_reported",
@@ -80,6 +82,11 @@ class Attempt:
         # deadline (both taken before the round trip that claimed or renewed it).
         self.confirmed = 0.0
         self.expires = float("inf")
+        # When the job's max_execution runs out, by the local monotonic clock (None: no
+        # limit): the claim's instant (taken before its round trip) + execution_left,
+        # less a margin (worker.EXECUTION_MARGIN), so before the database's deadline.
+        # Set by the loop at claim.
+        self.execution_ends: float | None = None
 
     def begin(self, now: float) -> None:
         """The handler starts now: the timeout counts from here."""
@@ -87,6 +94,13 @@ class Attempt:
         self.started = now
         timeout = self.handler.timeout
         self.deadline = None if timeout is None else now + timeout.total_seconds()
+        if self.execution_ends is not None:
+            self.deadline = (self.execution_ends if self.deadline is None
+                             else min(self.deadline, self.execution_ends))
+
+    def out_of_time(self, now: float) -> bool:
+        """True once the job's max_execution has run out (by the local clock)."""
+        return self.execution_ends is not None and now >= self.execution_ends
 
 
 class Pending:

@@ -63,6 +63,8 @@ class Leases:
     def _confirm(self, attempt: Attempt, now: float) -> None:
         attempt.confirmed = now
         attempt.expires = now + self.lease.total_seconds()
+        if attempt.execution_ends is not None:  # claim and heartbeat end it at max_execution
+            attempt.expires = min(attempt.expires, attempt.execution_ends)
 
     def release(self, attempt: Attempt) -> None:
         """Its outcome is settled (or its lease lost): stop renewing it."""

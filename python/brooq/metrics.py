@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 from psycopg.rows import class_row
@@ -35,7 +35,7 @@ DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60
 
 class CountersCollector(Collector):
     """The worker's Counters (claimed, settled, lease lost, hung by topic) as Prometheus
-    counters, read at each scrape."""
+    counters, and its busy slots (by topic, and their sum) as gauges, read at each scrape."""
 
     def __init__(self, counters: Counters) -> None:
         self.counters = counters
@@ -53,13 +53,21 @@ class CountersCollector(Collector):
         hung = CounterMetricFamily("brooq_hung_handlers",
                                    "Handlers still running hung_grace after being told to stop.",
                                    labels=["topic"])
+        busy = GaugeMetricFamily("brooq_topic_busy_slots", "Handlers of the topic running now.",
+                                 labels=["topic"])
+        busy_total = 0
         for topic, c in list(self.counters.topics.items()):
+            n = c.busy
+            busy.add_metric([topic], n)
+            busy_total += n
             claimed.add_metric([topic], c.claimed)
             for outcome, n in c.settled.items():
                 settled.add_metric([topic, outcome], n)
             lease_lost.add_metric([topic], c.lease_lost)
             hung.add_metric([topic], c.hung)
-        yield from (claimed, settled, lease_lost, hung)
+        yield GaugeMetricFamily("brooq_busy_slots", "Handlers running now (every topic).",
+                                value=busy_total)
+        yield from (busy, claimed, settled, lease_lost, hung)
 
 
 class RetentionCollector(Collector):
@@ -97,7 +105,7 @@ class RetentionRow(NamedTuple):
 
 class Metrics:
     """The metric families of a worker, in their own registry. The per-topic counts
-    (claimed, settled, lease lost, hung) are read from the worker's Counters."""
+    (claimed, settled, lease lost, hung) and busy slots are read from the worker's Counters."""
 
     def __init__(self, counters: Counters) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
@@ -106,7 +114,6 @@ class Metrics:
         r.register(self.retention)
         self.duration = Histogram("brooq_attempt_duration_seconds", "Run time of handlers.",
                                   ["topic"], buckets=DURATION_BUCKETS, registry=r)
-        self.busy_slots = Gauge("brooq_busy_slots", "Handlers running now.", registry=r)
         self.slots = Gauge("brooq_slots", "Concurrency of this worker.", registry=r)
         self.jobs = Gauge("brooq_jobs", "Jobs by topic and state (from brooq.topic_stats).",
                           ["topic", "state"], registry=r)

@@ -43,7 +43,7 @@ class NoMetrics:
     """brooq.metrics.Metrics without prometheus-client: every family is a Sink."""
 
     def __init__(self) -> None:
-        self.duration = self.busy_slots = self.slots = self.jobs = Sink()
+        self.duration = self.slots = self.jobs = Sink()
         self.oldest_ready_age = self.reaped = self.held = Sink()
 
     def declare_topic(self, topic: str) -> None:

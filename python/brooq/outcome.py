@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any, Literal, NamedTuple, get_args
 
 from brooq.payload import to_json
-from brooq.signals import Cancel, PreserveAttempt, Retry
+from brooq.signals import Cancel, PreserveAttempt, Retry, find_signal
 
 ERROR_MAX = 2000  # brooq.settle_many keeps that many characters of last_error
 
@@ -48,7 +48,22 @@ def of_return(value: Any) -> Outcome:
 
 
 def of_exception(exc: BaseException) -> Outcome:
-    """The outcome a handler chose by raising ``exc``."""
+    """The outcome a handler chose by raising ``exc``: a signal on its chain (find_signal)
+    chooses it, with the signal's text and, when wrapped, the outer exception's."""
+    signal = find_signal(exc)
+    if signal is None:
+        if isinstance(exc, asyncio.CancelledError):
+            return Outcome("failed", "CancelledError: the handler's task was canceled")
+        return Outcome("failed", describe(exc))
+    outcome = of_signal(signal)
+    if signal is exc:
+        return outcome
+    error = f"{outcome.error} (raised as {describe(exc)})"[:ERROR_MAX]
+    return outcome._replace(error=error)
+
+
+def of_signal(exc: BaseException) -> Outcome:
+    """The outcome of one signal (Retry, PreserveAttempt, Cancel)."""
     if isinstance(exc, Retry):
         delay = None if exc.delay is None else max(exc.delay, timedelta(0))
         error = f"Retry: {exc.reason}" if exc.reason else "Retry requested by the handler"
@@ -59,9 +74,7 @@ def of_exception(exc: BaseException) -> Outcome:
         return Outcome("preserve", error, delay)
     if isinstance(exc, Cancel):
         return Outcome("cancel", f"Cancel: {exc.reason}" if exc.reason else "canceled by the handler")
-    if isinstance(exc, asyncio.CancelledError):
-        return Outcome("failed", "CancelledError: the handler's task was canceled")
-    return Outcome("failed", describe(exc))
+    raise TypeError(f"not a handler signal: {type(exc).__name__}")
 
 
 def describe(exc: BaseException, prefix: str = "") -> str:

@@ -13,8 +13,9 @@ from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.rows import class_row, scalar_row
+from psycopg.types.json import Jsonb
 
-from brooq import queries
+from brooq import queries, tracing
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
 from brooq.payload import jsonb
 
@@ -47,11 +48,12 @@ class JobFate(NamedTuple):
     locked_by: str | None
     locked_until: datetime | None
     progress: Any = None  # what the handler last reported (job.progress), if anything
+    group_key: str | None = None  # its ordered group, if any (enqueue's group)
 
 
 # The flow limits that hold ready jobs back: TopicStats.held_by_<limit>, and the
 # label of the worker's gauge brooq_jobs_held{topic,limit}.
-HELD_BY = ("in_flight", "rate")
+HELD_BY = ("in_flight", "rate", "group")
 
 
 class TopicStats(NamedTuple):
@@ -71,51 +73,73 @@ class TopicStats(NamedTuple):
     per: timedelta | None = None
     held_by_in_flight: int = 0  # ready jobs a claim now would not get because of max_in_flight
     held_by_rate: int = 0  # ... because of the rate
+    held_by_group: int = 0  # ready jobs of an ordered group waiting for an earlier job of it
 
 
 def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
             at: datetime | None = None, delay: timedelta | None = None,
-            priority: int = 0) -> Enqueued:
+            priority: int = 0, group: str | None = None) -> Enqueued:
     """Enqueue one job in the caller's transaction; returns (id, created).
 
     ``key`` is the idempotency key: a second enqueue with the same (topic, key)
     returns the first job's id with ``created=False``. ``at`` or ``delay`` (not
     both) keep the job from being claimed before that instant; ``delay`` is added
-    to the database clock, not to this machine's.
+    to the database clock, not to this machine's. ``group``: an ordered group; the
+    jobs of one (topic, group) run one at a time, in the order their enqueues
+    committed (brooq.enqueue's group_key).
     """
     _sync(conn, "enqueue")
-    try:
-        with mapped(PRODUCER, conn):
-            row = conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE, enqueue_args(topic, payload, key, at, delay, priority)).fetchone()
-    except KeyBusy as exc:
-        raise key_busy(topic, f"idempotency key {(key or '')[:40]!r}") from exc.__cause__
-    assert row is not None  # brooq.enqueue returns exactly one row
-    return row
+    args = enqueue_args(topic, payload, key, at, delay, priority, group)
+
+    def call(trace_context: dict[str, str] | None) -> Enqueued:
+        try:
+            with mapped(PRODUCER, conn):
+                row = conn.cursor(row_factory=class_row(Enqueued)).execute(
+                    queries.ENQUEUE, [*args, trace_arg(trace_context)]).fetchone()
+        except KeyBusy as exc:
+            raise key_busy(topic, busy_what(key, group)) from exc.__cause__
+        assert row is not None  # brooq.enqueue returns exactly one row
+        return row
+
+    return tracing.send(topic, "enqueue", None, call)
+
+
+def trace_arg(trace_context: dict[str, str] | None) -> Jsonb | None:
+    """The trace_context parameter of brooq.enqueue/enqueue_many (see brooq.tracing)."""
+    return None if trace_context is None else Jsonb(trace_context)
 
 
 def enqueue_args(topic: str, payload: Any, key: str | None, at: datetime | None,
-                 delay: timedelta | None, priority: int) -> list[Any]:
+                 delay: timedelta | None, priority: int, group: str | None = None) -> list[Any]:
     """The parameters of queries.ENQUEUE (shared with brooq.aio)."""
-    return [topic, jsonb(payload), key, at, priority, delay]
+    return [topic, jsonb(payload), key, at, priority, delay, group]
 
 
 def enqueue_many_args(topic: str, payloads: Iterable[Any], keys: Sequence[str | None] | None,
-                      at: datetime | None, delay: timedelta | None, priority: int) -> list[Any]:
+                      at: datetime | None, delay: timedelta | None, priority: int,
+                      groups: Sequence[str | None] | None = None) -> list[Any]:
     """The parameters of queries.ENQUEUE_MANY (shared with brooq.aio)."""
     return [topic, [jsonb(p) for p in payloads], None if keys is None else list(keys), at,
-            priority, delay]
+            priority, delay, None if groups is None else list(groups)]
+
+
+def busy_what(key: str | None, group: str | None) -> str:
+    """What an enqueue waited on too long (55P03): its idempotency key, its group, or either."""
+    named = [f"idempotency key {key[:40]!r}" if key else "", f"group {group[:40]!r}" if group else ""]
+    return " or ".join(n for n in named if n) or "idempotency key ''"
 
 
 def declare_topic_args(name: str, max_attempts: int, backoff_base: timedelta,
                        backoff_max: timedelta, retention: timedelta, max_payload_bytes: int,
                        notify: bool, max_lease_losses: int, max_lease: timedelta,
                        max_in_flight: int | None = None, rate: int | None = None,
-                       per: timedelta | None = None, retain_done: bool = True,
+                       per: timedelta | None = None,
+                       max_execution: timedelta | None = None, retain_done: bool = True,
                        retain_payload: bool = True) -> list[Any]:
     """The parameters of queries.DECLARE_TOPIC (shared with brooq.aio)."""
     return [name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, retain_done, retain_payload]
+            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
+            retain_done, retain_payload]
 
 
 def _sync(conn: Any, helper: str) -> None:
@@ -136,16 +160,23 @@ def key_busy(topic: str, what: str) -> KeyBusy:
 
 def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
                  keys: Sequence[str | None] | None = None, at: datetime | None = None,
-                 delay: timedelta | None = None, priority: int = 0) -> list[Enqueued]:
-    """Enqueue many jobs of one topic in one statement; results in input order."""
+                 delay: timedelta | None = None, priority: int = 0,
+                 groups: Sequence[str | None] | None = None) -> list[Enqueued]:
+    """Enqueue many jobs of one topic in one statement; results in input order.
+    ``groups``: one ordered group per payload (None: no group), see enqueue."""
     _sync(conn, "enqueue_many")
-    args = enqueue_many_args(topic, payloads, keys, at, delay, priority)
-    try:
-        with mapped(PRODUCER, conn):
-            return conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE_MANY, args).fetchall()
-    except KeyBusy as exc:
-        raise key_busy(topic, "an idempotency key of the batch") from exc.__cause__
+    args = enqueue_many_args(topic, payloads, keys, at, delay, priority, groups)
+
+    def call(trace_context: dict[str, str] | None) -> list[Enqueued]:
+        try:
+            with mapped(PRODUCER, conn):
+                return conn.cursor(row_factory=class_row(Enqueued)).execute(
+                    queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)]).fetchall()
+        except KeyBusy as exc:
+            what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
+            raise key_busy(topic, what) from exc.__cause__
+
+    return tracing.send(topic, "enqueue_many", len(args[1]), call)
 
 
 def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
@@ -155,8 +186,8 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
                   max_payload_bytes: int = 1 << 20, notify: bool = True,
                   max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1),
                   max_in_flight: int | None = None, rate: int | None = None,
-                  per: timedelta | None = None, retain_done: bool = True,
-                  retain_payload: bool = True) -> None:
+                  per: timedelta | None = None, max_execution: timedelta | None = None,
+                  retain_done: bool = True, retain_payload: bool = True) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin).
     ``max_lease_losses``: that many lease losses (reaps) of a job in a row, with no
     outcome written between, make it dead (a handler that kills its process).
@@ -165,6 +196,10 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
     ``max_in_flight``: at most that many jobs of the topic processing at once;
     ``rate``, ``per``: at most ``rate`` jobs claimed in any window of ``per``
     (default one second).
+    ``max_execution``: the longest a job may take across all its attempts, from its
+    first claim (None: no limit); past it the attempt running is stopped and fails,
+    and so does every later one, until the attempts are spent.
+
     Retention policies: ``retain_done=False`` deletes a job as it is settled done
     (its idempotency key is free again); ``retain_payload=False`` clears the
     payload (to JSON null) of a job that is done, dead or canceled."""
@@ -172,7 +207,8 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
     with mapped(ADMIN, conn):
         conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
             name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, retain_done, retain_payload))
+            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
+            retain_done, retain_payload))
 
 
 def cancel(conn: Conn, job_id: int) -> bool:

@@ -24,14 +24,16 @@ ENQUEUE: LiteralString = """
 select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,
                      available_at => %s::timestamptz, priority => %s::integer,
-                     delay => %s::interval)
+                     delay => %s::interval, group_key => %s::text,
+                     trace_context => %s::jsonb)
 """
 
 ENQUEUE_MANY: LiteralString = """
 select id, created
   from brooq.enqueue_many(topic => %s::text, payloads => %s::jsonb[],
                           idempotency_keys => %s::text[], available_at => %s::timestamptz,
-                          priority => %s::integer, delay => %s::interval)
+                          priority => %s::integer, delay => %s::interval,
+                          group_keys => %s::text[], trace_context => %s::jsonb)
 """
 
 DECLARE_TOPIC: LiteralString = """
@@ -42,6 +44,7 @@ select name
                            notify => %s::boolean, max_lease_losses => %s::integer,
                            max_lease => %s::interval, max_in_flight => %s::integer,
                            rate => %s::integer, per => %s::interval,
+                           max_execution => %s::interval,
                            retain_done => %s::boolean, retain_payload => %s::boolean)
 """
 
@@ -59,7 +62,7 @@ select brooq.retry_dead(topic => %s::text, include_canceled => %s::boolean,
 GET_JOB: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
        idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,
-       progress
+       progress, group_key
   from brooq.jobs
  where id = %s::bigint
 """
@@ -74,7 +77,7 @@ UNWATCH: LiteralString = "select brooq.unwatch(watch_id => %s::bigint)"
 LIST_JOBS: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
        idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,
-       progress
+       progress, group_key
   from brooq.jobs
  where (%(topic)s::text is null or topic = %(topic)s::text)
    and (%(states)s::text[] is null or state = any(%(states)s::text[]))
@@ -84,7 +87,7 @@ select id, topic, state, attempts, max_attempts, priority, last_error, result, p
 
 TOPIC_STATS: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
-       max_in_flight, rate, per, held_by_in_flight, held_by_rate
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group
   from brooq.topic_stats
  order by topic
 """
@@ -92,7 +95,7 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
 # The worker's gauges: its own topics only.
 TOPIC_STATS_OF: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
-       max_in_flight, rate, per, held_by_in_flight, held_by_rate
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group
   from brooq.topic_stats
  where topic = any(%s::text[])
 """
@@ -105,12 +108,31 @@ select topic, deleted, remainders
  where topic = any(%s::text[])
 """
 
+# Periodic jobs on pg_cron (admin); the view brooq.schedules (worker, admin).
+SCHEDULE: LiteralString = """
+select brooq.schedule(name => %s::text, cron => %s::text, topic => %s::text,
+                      payload => %s::jsonb, priority => %s::integer)
+"""
+
+UNSCHEDULE: LiteralString = "select brooq.unschedule(name => %s::text)"
+
+SCHEDULES: LiteralString = """
+select name, cron, topic, payload, priority, created_at, updated_at, last_tick_at, last_job_id,
+       last_job_state
+  from brooq.schedules
+ order by name
+"""
+
+# brooq.health(): six checks, each ok, warn or fail (brooq_worker and brooq_admin).
+HEALTH: LiteralString = "select name, status, detail from brooq.health()"
+
 PAUSE_TOPIC: LiteralString = "select brooq.pause_topic(%s::text)"
 
 RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 
 CLAIM: LiteralString = """
-select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at
+select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at,
+       execution_deadline, execution_left, trace_context
   from brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
                    lease => %s::interval)
 """
@@ -133,6 +155,15 @@ HEARTBEAT: LiteralString = """
 select id
   from brooq.heartbeat(worker => %s::text, job_ids => %s::bigint[], lease => %s::interval,
                        lease_tokens => %s::bigint[], progress => %s::jsonb[]) as h(id)
+"""
+
+# The worker at start: each topic's max_execution as the database holds it (declared
+# by this worker, or by an admin when it may not declare). brooq.topic is private;
+# brooq.topic_stats is granted to brooq_worker.
+TOPIC_MAX_EXECUTION: LiteralString = """
+select topic, max_execution
+  from brooq.topic_stats
+ where topic = any(%s::text[])
 """
 
 REAP: LiteralString = "select id, topic from brooq.reap(max_jobs => %s::integer)"

@@ -7,11 +7,18 @@
 - raise PreserveAttempt()  -> retry without counting this attempt (never dead)
 - raise Cancel(reason)     -> canceled, never retried
 - raise anything else      -> failed attempt, "ExcType: message" in last_error
+
+A signal also counts when it is wrapped: ``raise SomeError(...) from Retry(...)``, or an
+exception raised while handling a signal, is honoured like Go's ``errors.As``: the first
+signal on the chain Python prints in a traceback (``__cause__``, else ``__context__``
+unless ``from None`` suppressed it) chooses the outcome (see find_signal).
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+
+CHAIN_MAX = 100  # exceptions looked at on a chain (a cycle is also cut by identity)
 
 
 def _as_delay(delay: timedelta | float | None) -> timedelta | None:
@@ -48,3 +55,25 @@ class Cancel(HandlerSignal):
     def __init__(self, reason: str = "") -> None:
         self.reason = reason
         super().__init__(reason or "canceled by the handler")
+
+
+def find_signal(exc: BaseException) -> HandlerSignal | None:
+    """The first HandlerSignal on ``exc``'s chain (``exc`` itself first), as Go's errors.As.
+
+    The chain is the one a traceback shows: ``__cause__`` when set (``raise X from Y``),
+    else ``__context__`` (an exception raised while handling another) unless
+    ``raise X from None`` suppressed it. Cycles (possible: both attributes are
+    writable) and absurdly long chains end the walk."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < CHAIN_MAX:
+        if isinstance(current, HandlerSignal):
+            return current
+        seen.add(id(current))
+        if current.__cause__ is not None:
+            current = current.__cause__
+        elif current.__suppress_context__:
+            return None
+        else:
+            current = current.__context__
+    return None

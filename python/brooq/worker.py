@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import psycopg
 
-from brooq import queries
+from brooq import queries, tracing
 from brooq._version import __version__
 from brooq.attempt import QUEUED, SKIPPED, STARTED, Attempt, TopicHandler
 from brooq.compat import check_schema
@@ -69,7 +69,7 @@ from brooq.producer import declare_topic
 from brooq.redact import one_line
 from brooq.rows import fields_row
 from brooq.settler import Settler, log_extra
-from brooq.signals import HandlerSignal
+from brooq.signals import find_signal
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 from brooq.watchdog import Watchdog
 
@@ -81,6 +81,11 @@ log = logging.getLogger("brooq.worker")
 F = TypeVar("F", bound=Callable[..., Any])
 
 CHECK_EVERY = 0.1  # seconds between scans for timeouts and hung handlers
+# An attempt is stopped this long before the job's max_execution deadline (at most a
+# tenth of the time left): the deadline ends the lease, and the worker's own settle,
+# which names the cause, must reach the database before a heartbeat or a reap sees
+# the lease end.
+EXECUTION_MARGIN = 2 * CHECK_EVERY
 GATHER_GAP = 0.0005  # seconds: a claim waits this long after the last finished handler...
 GATHER_MAX = 0.002  # ...and at most this long after the first (see Worker._claim_at)
 MAX_SLEEP = 1.0  # the loop turns at least this often (health, stop requests)
@@ -164,6 +169,7 @@ class Worker:
         self.metrics.slots.set(c.concurrency)
         self._handlers: dict[str, TopicHandler] = {}
         self._durations: dict[str, Any] = {}  # topic -> its histogram series (labels() takes a lock)
+        self._max_execution: dict[str, timedelta | None] = {}  # read from the database at start
         self._lock = threading.Lock()
         self._waker = Waker()
         self._completions: deque[tuple[Attempt, Outcome]] = deque()
@@ -227,7 +233,8 @@ class Worker:
                 max_lease_losses: int = 5,
                 max_lease: timedelta = timedelta(hours=1),
                 max_in_flight: int | None = None, rate: int | None = None,
-                per: timedelta | None = None, retain_done: bool = True,
+                per: timedelta | None = None,
+                max_execution: timedelta | None = None, retain_done: bool = True,
                 retain_payload: bool = True) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``topic``.
 
@@ -239,6 +246,11 @@ class Worker:
         ``max_in_flight``, ``rate`` and ``per`` are the topic's flow limits, enforced by
         brooq.claim across all workers (None: no limit; see declare_topic). Every worker
         declares them at start: give every worker of the topic the same ones.
+        ``max_execution`` bounds a job across all its attempts, from its first claim (None:
+        no limit): past it the attempt running is stopped and settled as failed (naming
+        max_execution), and every later attempt fails at once without running the handler,
+        until the attempts are spent. At start the worker refuses a ``timeout`` longer than
+        the topic's max_execution as the database holds it.
         ``retain_done=False`` deletes a job as it is settled done; ``retain_payload=False``
         clears the payload of a job that is done, dead or canceled (see declare_topic).
         """
@@ -248,6 +260,8 @@ class Worker:
             raise ValueError(f"topic {topic!r} already has a handler")
         if timeout is not None and timeout <= timedelta(0):
             raise ConfigError([f"handler {topic!r}: timeout must be positive or None"])
+        if max_execution is not None and max_execution <= timedelta(0):
+            raise ConfigError([f"handler {topic!r}: max_execution must be positive or None"])
         if self.config.lease > max_lease:
             raise ConfigError([(f"handler {topic!r}: the worker's lease {format_duration(self.config.lease)} "
                                 f"is longer than the topic's max_lease {format_duration(max_lease)}")])
@@ -256,7 +270,7 @@ class Worker:
             self._handlers[topic] = TopicHandler(
                 topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
                 backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease,
-                max_in_flight, rate, per, retain_done, retain_payload)
+                max_in_flight, rate, per, max_execution, retain_done, retain_payload)
             self._counts.add_topic(topic)
             self.metrics.declare_topic(topic)
             self._durations[topic] = self.metrics.duration.labels(topic)
@@ -282,6 +296,7 @@ class Worker:
                       max_payload_bytes=h.max_payload_bytes, notify=h.notify,
                       max_lease_losses=h.max_lease_losses, max_lease=h.max_lease,
                       max_in_flight=h.max_in_flight, rate=h.rate, per=h.per,
+                      max_execution=h.max_execution,
                       retain_done=h.retain_done, retain_payload=h.retain_payload)
 
     # --- control from other threads -----------------------------------------------
@@ -412,7 +427,8 @@ class Worker:
             self._server.stop()
         if self._listening is not None:
             self._listening.join(timeout=2.0)
-        self.metrics.busy_slots.set(0)
+        for counts in self._counts.topics.values():
+            counts.busy = 0
 
     # --- the loop -----------------------------------------------------------------
 
@@ -582,7 +598,25 @@ class Worker:
             except BrooqError as exc:
                 self._fatal = ConfigError([f"handler {h.topic!r}: {exc}"])
                 raise
+        self._check_max_execution(conn)
         self._declared = True
+
+    def _check_max_execution(self, conn: psycopg.Connection[Any]) -> None:
+        """Refuse to start when an attempt timeout is longer than its topic's max_execution
+        (as the database holds it: declared by us, or by an admin): every such handler in
+        one ConfigError."""
+        rows = conn.execute(queries.TOPIC_MAX_EXECUTION, [list(self._handlers)]).fetchall()
+        self._max_execution = {topic: limit for topic, limit in rows}
+        problems = []
+        for h in self._handlers.values():
+            limit = self._max_execution.get(h.topic)
+            if limit is not None and h.timeout is not None and h.timeout > limit:
+                problems.append(f"handler {h.topic!r}: timeout {format_duration(h.timeout)} is longer than "
+                                f"the topic's max_execution {format_duration(limit)} (a job's time across "
+                                "all its attempts): shorten the timeout, or raise max_execution")
+        if problems:
+            self._fatal = ConfigError(problems)
+            raise self._fatal
 
     def _lost_connection(self, exc: BaseException) -> None:
         if self._fatal is not None:
@@ -647,6 +681,10 @@ class Worker:
         queued: list[Attempt] = []  # sync: started by a pool thread when one is free
         for job in jobs:
             att = self._start(job, now)
+            if att.out_of_time(started):  # max_execution spent before this attempt: never run it
+                self._running.discard(att)
+                self._out_of_time(att, started, before=True)
+                continue
             if att.handler.is_async:
                 att.begin(started)
                 coros.append(self._run_async(att))
@@ -661,10 +699,23 @@ class Worker:
         if coros:
             assert self._async is not None
             self._async.spawn(coros)
-        self.metrics.busy_slots.set(len(self._running) - self._queued)
+        self._count_busy()
+
+    def _count_busy(self) -> None:
+        """Set each topic's busy gauge (Counters): its handlers started and not yet drained."""
+        busy = dict.fromkeys(self._handlers, 0)
+        for att in self._running:
+            if att.phase == STARTED:
+                busy[att.job.topic] += 1
+        topics = self._counts.topics
+        for topic, n in busy.items():
+            topics[topic].busy = n
 
     def _start(self, job: Job, now: float) -> Attempt:
         att = Attempt(job, self._handlers[job.topic])  # begun when its handler starts
+        if job.execution_left is not None:  # from `now`, taken before the claim's round trip
+            left = job.execution_left.total_seconds()
+            att.execution_ends = now + left - min(EXECUTION_MARGIN, left / 10)
         self._leases.hold(att, now)
         self._running.add(att)
         self._counts.topics[job.topic].claimed += 1
@@ -722,10 +773,15 @@ class Worker:
             self._waker.wake()
             return
         t0 = time.perf_counter()
-        try:
-            outcome = of_return(att.handler.fn(att.job))
-        except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
-            outcome = self._failed(att, exc)
+        tracer = tracing.tracer()  # None unless the application set up OpenTelemetry
+        if tracer is not None:
+            outcome = tracing.attempt(tracer, att.job, att.handler.fn,
+                                      lambda exc: self._failed(att, exc))
+        else:
+            try:
+                outcome = of_return(att.handler.fn(att.job))
+            except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
+                outcome = self._failed(att, exc)
         att.elapsed = time.perf_counter() - t0
         self._completions.append((att, outcome))
         self._waker.wake()
@@ -735,11 +791,16 @@ class Worker:
         att.task = asyncio.current_task()
         if att.cancel_requested and att.task is not None:
             att.task.cancel()  # told to stop before it started: CancelledError at its first await
-        try:
-            result: Awaitable[Any] = att.handler.fn(att.job)
-            outcome = of_return(await result)
-        except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
-            outcome = self._failed(att, exc)
+        tracer = tracing.tracer()
+        if tracer is not None:
+            outcome = await tracing.attempt_async(tracer, att.job, att.handler.fn,
+                                                  lambda exc: self._failed(att, exc))
+        else:
+            try:
+                result: Awaitable[Any] = att.handler.fn(att.job)
+                outcome = of_return(await result)
+            except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
+                outcome = self._failed(att, exc)
         att.elapsed = time.perf_counter() - t0
         self._completions.append((att, outcome))
         self._waker.wake()
@@ -751,7 +812,7 @@ class Worker:
         outcome = of_exception(exc)
         job = att.job
         if outcome.outcome == "failed" and not job.is_canceled():
-            if isinstance(exc, HandlerSignal):
+            if find_signal(exc) is not None:
                 log.info("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
                          job.max_attempts, outcome.error, extra=log_extra(job, "retry"))
             else:
@@ -768,7 +829,9 @@ class Worker:
             att, outcome = self._completions.popleft()
             self._running.discard(att)
             if att.phase != STARTED:  # never run: its lease was lost or ran out before it started
-                if not att.closed:  # ran out by our clock: hand it back if it is still ours
+                if not att.closed and att.out_of_time(now):  # its max_execution ran out
+                    self._out_of_time(att, now, before=True)
+                elif not att.closed:  # ran out by our clock: hand it back if it is still ours
                     att.closed = True
                     self._settler.add(att, Outcome("preserve", None, timedelta(0)))
                 continue
@@ -783,7 +846,7 @@ class Worker:
         self._last_done = now
         if self._gather_from is None:
             self._gather_from = now
-        self.metrics.busy_slots.set(len(self._running) - self._queued)
+        self._count_busy()
 
     def _cancel_attempt(self, att: Attempt, reason: str, now: float) -> None:
         if att.canceled_at is None:
@@ -801,7 +864,13 @@ class Worker:
 
     def _check_attempts(self, now: float) -> None:
         self._next_check = now + CHECK_EVERY
+        self._count_busy()  # a sync handler starts on a pool thread: seen here within CHECK_EVERY
         for att in list(self._running):
+            if not att.closed and att.out_of_time(now):
+                with self._lock:  # a pool thread starts no attempt closed under the lock
+                    before = att.phase != STARTED
+                    att.closed = True
+                self._out_of_time(att, now, before=before)
             if not att.closed and att.deadline is not None and now >= att.deadline:
                 att.closed = True
                 self._cancel_attempt(att, "timeout", now)
@@ -819,6 +888,27 @@ class Worker:
                           "(%s); it holds a slot until it returns", att.job.id, att.job.topic,
                           getattr(att.handler.fn, "__qualname__", att.handler.fn),
                           now - att.canceled_at, att.job.canceled.reason)
+
+    def _out_of_time(self, att: Attempt, now: float, *, before: bool) -> None:
+        """The job's max_execution ran out: stop its handler (if it runs) and settle the
+        attempt failed, naming the cause. Never 'preserve': the next attempt would be out of
+        time as well; the database makes the job dead only when its attempts are spent."""
+        job = att.job
+        att.closed = True  # a queued one is skipped by its thread; a running one's answer ignored
+        if not before:
+            self._cancel_attempt(att, "max_execution", now)
+        limit = self._max_execution.get(job.topic)
+        spent = f"max_execution {format_duration(limit)}" if limit is not None else "max_execution"
+        deadline = "" if job.execution_deadline is None else f" at {job.execution_deadline.isoformat()}"
+        if before:
+            error = (f"{spent} exceeded: the job's time since its first claim ran out{deadline}, "
+                     "before this attempt started; the handler was not run")
+        else:
+            error = (f"{spent} exceeded: the job's time since its first claim ran out{deadline}; "
+                     "the attempt was stopped")
+        log.warning("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
+                    job.max_attempts, error, extra=log_extra(job, "failed"))
+        self._settler.add(att, Outcome("failed", error))
 
     # --- stop ---------------------------------------------------------------------
 
@@ -840,16 +930,20 @@ class Worker:
                     att.phase = SKIPPED
                     withdrawn.append(att)
             self._queued -= len(withdrawn)
+        now = time.monotonic()
         for att in withdrawn:
             self._running.discard(att)
             if att.closed:
                 continue  # lease already lost: nothing to hand back
+            if att.out_of_time(now):  # handed back, it would fail at its next claim anyway
+                self._out_of_time(att, now, before=True)
+                continue
             att.closed = True
             self._settler.add(att, Outcome("preserve", None, timedelta(0)))
         if withdrawn:
             log.info("worker %s: handing back %d prefetched jobs that never started", self.name,
                      len(withdrawn))
-            self.metrics.busy_slots.set(len(self._running) - self._queued)
+            self._count_busy()
 
     def _abort(self, now: float) -> None:
         """Stop now: settle what finished, tell running handlers to stop, renew nothing."""

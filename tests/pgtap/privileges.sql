@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(201);
+select plan(225);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -21,11 +21,11 @@ select isnt_member_of('brooq_producer', array['brooq_worker'], 'brooq_worker is 
 
 create temp table matrix (routine regprocedure, producer boolean, worker boolean, admin boolean) on commit drop;
 insert into matrix values
-    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, boolean, boolean)', false, false, true),
+    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)', false, false, true),
     ('brooq.pause_topic(text)', false, false, true),
     ('brooq.resume_topic(text)', false, false, true),
-    ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval)', true, false, true),
-    ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval)', true, false, true),
+    ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb)', true, false, true),
+    ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)', true, false, true),
     ('brooq.claim(text, text[], integer, interval)', false, true, true),
     ('brooq.settle(bigint, text, bigint, text, text, interval, jsonb)', false, true, true),
     ('brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[])', false, true, true),
@@ -37,6 +37,11 @@ insert into matrix values
     ('brooq.retry(bigint)', false, false, true),
     ('brooq.retry_dead(text, boolean, integer, timestamptz)', false, false, true),
     ('brooq._retry(bigint[], text[])', false, false, false),
+    ('brooq.health()', false, true, true),
+    ('brooq.schedule(text, text, text, jsonb, integer)', false, false, true),
+    ('brooq.unschedule(text)', false, false, true),
+    ('brooq._schedule_tick(text)', false, false, false),
+    ('brooq._schedule_tick_at(text, timestamptz)', false, false, false),
     ('brooq.purge(integer)', false, false, true),
     ('brooq.purge_all(integer, integer)', false, false, true),
     ('brooq.purge_remainder()', false, false, true),
@@ -49,7 +54,8 @@ insert into matrix values
     ('brooq._set_paused(text, boolean)', false, false, false),
     ('brooq._require_pg_cron()', false, false, false),
     ('brooq._duration_ok(interval)', false, false, false),
-    ('brooq._result_too_large(bigint, integer, integer, text)', false, false, false);
+    ('brooq._result_too_large(bigint, integer, integer, text)', false, false, false),
+    ('brooq._trace_context(jsonb, text)', false, false, false);
 
 select set_eq($$ select oid::regprocedure::text from pg_proc where pronamespace = 'brooq'::regnamespace $$,
     $$ select routine::text from matrix $$, 'the matrix covers every routine in schema brooq');

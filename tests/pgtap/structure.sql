@@ -2,16 +2,16 @@
 -- constraints (proven by inserts as the owner), indexes, row types, views;
 -- then table privileges under switched roles.
 begin;
-select plan(70);
+select plan(72);
 
 -- Structure -------------------------------------------------------------------
 
 select has_schema('brooq');
-select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'retention_stat'],
-    'brooq has exactly the tables topic, job, job_watch, claim_window and retention_stat');
-select views_are('brooq', array['topic_stats', 'in_flight', 'jobs', 'retention_stats'],
-    'brooq has exactly the views topic_stats, in_flight, jobs and retention_stats');
-select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job'],
+select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'job_group', 'schedule', 'retention_stat'],
+    'brooq has exactly the tables topic, job, job_watch, claim_window, job_group, schedule and retention_stat');
+select views_are('brooq', array['topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats'],
+    'brooq has exactly the views topic_stats, in_flight, jobs, schedules and retention_stats');
+select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check'],
     'brooq has exactly its named row types and the state domain');
 select domains_are('brooq', array['job_state'], 'brooq has the one domain job_state');
 select domain_type_is('brooq', 'job_state', 'text', 'job_state is a text domain (revertible, unlike an enum)');
@@ -24,7 +24,7 @@ select is(
 select columns_are('brooq', 'topic',
     array['name', 'max_attempts', 'backoff_base', 'backoff_max', 'retention', 'max_payload_bytes',
           'notify', 'paused', 'created_at', 'updated_at', 'max_lease', 'max_lease_losses',
-          'max_in_flight', 'rate', 'per', 'retain_done', 'retain_payload']);
+          'max_in_flight', 'rate', 'per', 'max_execution', 'retain_done', 'retain_payload']);
 select has_pk('brooq', 'topic', 'topic has a primary key');
 select col_is_pk('brooq', 'topic', 'name', 'topic is keyed by name');
 select col_type_is('brooq', 'topic', 'backoff_base', 'interval', 'backoff_base is an interval');
@@ -35,13 +35,14 @@ select set_eq(
     array['topic_name_valid', 'topic_max_attempts_positive', 'topic_backoff_base_positive',
           'topic_backoff_max_not_below_base', 'topic_retention_not_negative', 'topic_max_payload_bytes_range',
           'topic_max_lease_range', 'topic_max_lease_losses_range', 'topic_max_in_flight_range',
-          'topic_rate_range', 'topic_per_range', 'topic_rate_with_per'],
+          'topic_rate_range', 'topic_per_range', 'topic_rate_with_per', 'topic_max_execution_range'],
     'topic has its named CHECK constraints');
 
 select columns_are('brooq', 'job',
     array['id', 'topic', 'payload', 'state', 'priority', 'attempts', 'max_attempts', 'idempotency_key',
           'available_at', 'created_at', 'updated_at', 'locked_by', 'locked_until', 'lease_token',
-          'last_error', 'result', 'lease_losses', 'progress']);
+          'last_error', 'result', 'lease_losses', 'progress', 'first_claimed_at', 'group_key', 'group_seq',
+          'trace_context']);
 select col_is_pk('brooq', 'job', 'id', 'job is keyed by id');
 select col_type_is('brooq', 'job', 'id', 'bigint', 'job ids are bigint');
 select col_type_is('brooq', 'job', 'payload', 'jsonb', 'the payload is jsonb');
@@ -61,7 +62,7 @@ select has_sequence('brooq', 'job_id_seq', 'the identity sequence is brooq.job_i
 select set_eq(
     $$ select conname::text from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'c' $$,
     array['job_lease_iff_processing', 'job_attempts_not_negative', 'job_idempotency_key_not_empty',
-          'job_lease_losses_not_negative'],
+          'job_lease_losses_not_negative', 'job_group_key_valid', 'job_group_seq_iff_key'],
     'job has its named CHECK constraints');
 select is(
     (select count(*)::int from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'f'), 0,
@@ -72,8 +73,15 @@ select ok(
     'job has per-table autovacuum settings for a high-churn queue');
 
 select indexes_are('brooq', 'job',
-    array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx', 'job_suspect_idx'],
-    'job has exactly its five indexes');
+    array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx', 'job_suspect_idx',
+          'job_group_idx'],
+    'job has exactly its seven indexes');
+select has_index('brooq', 'job', 'job_group_idx', array['topic', 'group_key', 'group_seq'],
+    'job_group_idx is on (topic, group_key, group_seq): the first active job of a group');
+select is(
+    (select pg_get_expr(i.indpred, i.indrelid) from pg_index i where i.indexrelid = 'brooq.job_group_idx'::regclass),
+    $$((group_key IS NOT NULL) AND ((state)::text = ANY (ARRAY['pending'::text, 'failed'::text, 'processing'::text])))$$,
+    'job_group_idx holds the active grouped jobs only');
 select has_index('brooq', 'job', 'job_ready_idx', array['topic', 'priority', 'available_at', 'id', 'state'],
     'job_ready_idx is on (topic, priority, available_at, id), carrying state for topic_stats');
 select is(
@@ -104,7 +112,8 @@ select has_composite('brooq', 'claimed_job', 'claimed_job is a named row type');
 select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a
       where a.attrelid = (select typrelid from pg_type where oid = 'brooq.claimed_job'::regtype) and a.attnum > 0),
-    array['id', 'topic', 'payload', 'attempt', 'max_attempts', 'priority', 'lease_token', 'locked_until', 'created_at'],
+    array['id', 'topic', 'payload', 'attempt', 'max_attempts', 'priority', 'lease_token', 'locked_until', 'created_at',
+          'execution_deadline', 'execution_left', 'trace_context'],
     'claimed_job carries lease_token under the name settle and heartbeat take');
 select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a

@@ -25,12 +25,14 @@ from psycopg.rows import class_row, scalar_row
 
 from brooq import config, producer, queries
 from brooq._version import __version__
-from brooq.errors import ADMIN, BrooqError, ConfigError, mapped
-from brooq.producer import STATES, JobFate, TopicStats
+from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
+from brooq.payload import jsonb
+from brooq.producer import HELD_BY, STATES, JobFate, TopicStats
 from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
 if TYPE_CHECKING:
+    from brooq.partitions import PartitionedWorker
     from brooq.worker import Worker
 
 Connection = psycopg.Connection[tuple[Any, ...]]
@@ -168,6 +170,12 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def held(r: TopicStats) -> str:
+    """The ready jobs a flow limit keeps back now, by limit: "2 in_flight, 1 group", or "-"."""
+    parts = [f"{n} {limit}" for limit in HELD_BY if (n := getattr(r, f"held_by_{limit}"))]
+    return ", ".join(parts) or "-"
+
+
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         rows = producer.topic_stats(conn)
@@ -178,9 +186,9 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
         out.write("no topics yet: declare one with brooq declare-topic NAME\n")
         return 0
     headers = ["topic", "paused", "pending", "failed", "ready", "scheduled", "processing",
-               "expired", "oldest ready"]
+               "expired", "oldest ready", "held"]
     table = [[r.topic, "yes" if r.paused else "no", r.pending, r.failed, r.ready, r.scheduled,
-              r.processing, r.expired, format_duration(r.oldest_ready_age)] for r in rows]
+              r.processing, r.expired, format_duration(r.oldest_ready_age), held(r)] for r in rows]
     out.write(format_table(headers, table) + "\n")
     return 0
 
@@ -222,6 +230,86 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """A row of the view brooq.schedules."""
+
+    name: str
+    cron: str
+    topic: str
+    payload: Any
+    priority: int
+    created_at: datetime
+    updated_at: datetime
+    last_tick_at: datetime | None
+    last_job_id: int | None
+    last_job_state: str | None
+
+
+def cmd_schedule(args: argparse.Namespace, out: TextIO) -> int:
+    if args.list:
+        if args.name or args.cron or args.topic or args.payload is not None:
+            raise UsageError("--list takes no NAME, CRON, TOPIC or JSON")
+        with connect(args) as conn, mapped(WORKER, conn):
+            rows = conn.cursor(row_factory=class_row(Schedule)).execute(queries.SCHEDULES).fetchall()
+        if args.json:
+            write_json(out, [{k: json_value(v) for k, v in vars(r).items()} for r in rows])
+        elif not rows:
+            out.write("no schedules yet: brooq schedule NAME CRON TOPIC [JSON]\n")
+        else:
+            table = [[r.name, r.cron, r.topic, json.dumps(r.payload, separators=(",", ":"))[:60], r.priority,
+                      format_time(r.last_tick_at) if r.last_tick_at else "-",
+                      f"{r.last_job_id} ({r.last_job_state or 'purged'})" if r.last_job_id else "-"]
+                     for r in rows]
+            out.write(format_table(["name", "cron", "topic", "payload", "priority", "last tick", "last job"],
+                                   table) + "\n")
+        return 0
+    if not (args.name and args.cron and args.topic):
+        raise UsageError("give NAME CRON TOPIC [JSON], e.g. brooq schedule nightly '0 3 * * *' report, or --list")
+    payload = parse_payload(args.payload if args.payload is not None else "{}")
+    with connect(args) as conn, mapped(ADMIN, conn):
+        jobid = conn.cursor(row_factory=scalar_row).execute(
+            queries.SCHEDULE, [args.name, args.cron, args.topic, jsonb(payload), args.priority]).fetchone()
+    out.write(f"scheduled {args.name}: {args.cron!r} enqueues a job of topic {args.topic} each time"
+              f" (pg_cron job {jobid})\n")
+    return 0
+
+
+def cmd_unschedule(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn, mapped(ADMIN, conn):
+        removed = conn.cursor(row_factory=scalar_row).execute(queries.UNSCHEDULE, [args.name]).fetchone()
+    if removed:
+        out.write(f"unscheduled {args.name}\n")
+        return 0
+    out.write(f"no schedule named {args.name}\n")
+    return 1
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """A row of brooq.health()."""
+
+    name: str
+    status: str  # ok, warn, fail
+    detail: str
+
+
+# `brooq health` exits 0 when every check is ok, HEALTH_WARN when one warns (look at it
+# soon), HEALTH_FAIL when one fails (look at it now); 1 and 2 stay errors and usage.
+HEALTH_WARN, HEALTH_FAIL = 3, 4
+
+
+def cmd_health(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn, mapped(WORKER, conn):
+        checks = conn.cursor(row_factory=class_row(HealthCheck)).execute(queries.HEALTH).fetchall()
+    if args.json:
+        write_json(out, [{"name": c.name, "status": c.status, "detail": c.detail} for c in checks])
+    else:
+        out.write(format_table(["check", "status", "detail"], [[c.name, c.status, c.detail] for c in checks]) + "\n")
+    statuses = {c.status for c in checks}
+    return HEALTH_FAIL if "fail" in statuses else HEALTH_WARN if "warn" in statuses else 0
+
+
+@dataclass(frozen=True)
 class TopicSettings:
     """A topic's settings as stored (queries.TOPIC_SETTINGS)."""
 
@@ -236,7 +324,7 @@ class TopicSettings:
 
 def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
     settings: dict[str, Any] = {"max_attempts": args.max_attempts, "notify": args.notify}
-    for name in ("backoff_base", "backoff_max", "retention", "max_payload_bytes"):
+    for name in ("backoff_base", "backoff_max", "retention", "max_payload_bytes", "max_execution"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     with connect(args) as conn:
@@ -343,10 +431,17 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     # The options reach the brooq.Worker the module makes as it is imported: they win
     # over the values the module gives in code, and over BROOQ_* variables.
     given = {f.name: getattr(args, f.name, None) for f in config.SETTINGS}
+    if args.partition and not given["dsn"]:
+        given["dsn"] = args.partition[0]
     from brooq.worker import loading
 
     with config.command_line(given), loading(args.worker):
-        worker = load_worker(args.worker)
+        loaded = load_worker(args.worker)
+    worker: Worker | PartitionedWorker = loaded
+    if args.partition:  # one Worker per partition, the handlers shared (docs/scale-out.md)
+        from brooq.partitions import PartitionedWorker
+
+        worker = PartitionedWorker.of(loaded, args.partition)
     watch_parent(worker.stop)  # a child of --processes stops when its parent is gone
     mode = args.progress
     live = {"auto": None, "live": True, "log": False, "off": False}[mode]
@@ -505,6 +600,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("worker", metavar="MODULE:OBJECT",
                    help="a brooq.Worker, or a callable returning one (e.g. myapp.jobs:worker)")
     add_setting_options(p)
+    p.add_argument("--partition", action="append", metavar="DSN",
+                   help="work on this brooq partition (repeat for each; see docs/scale-out.md): "
+                        "one worker per partition, each with the settings given; --dsn is then "
+                        "unused")
     p.add_argument("--processes", type=positive_int, default=1, metavar="N",
                    help="run N worker processes under this one (one core each; SIGTERM stops "
                         "them all gracefully, one that dies is restarted; default 1)")
@@ -545,6 +644,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", parents=[dsn, as_json], help="depth and lag by topic")
     p.set_defaults(func=cmd_stats, parser=p)
 
+    p = sub.add_parser("schedule", parents=[dsn, as_json],
+                       help="a periodic job on pg_cron: brooq schedule NAME CRON TOPIC [JSON] | --list")
+    p.add_argument("name", nargs="?", metavar="NAME", help="1 to 48 of a-z 0-9 . - _")
+    p.add_argument("cron", nargs="?", metavar="CRON",
+                   help="a pg_cron schedule, e.g. '0 3 * * *' (or '30 seconds' on pg_cron 1.5+)")
+    p.add_argument("topic", nargs="?", metavar="TOPIC", help="a declared topic")
+    p.add_argument("payload", nargs="?", metavar="JSON", help="the payload of every job (default {}); - reads stdin")
+    p.add_argument("--priority", type=int, default=0, help="the priority of every job (default 0)")
+    p.add_argument("--list", action="store_true", help="list the schedules and the last job of each")
+    p.set_defaults(func=cmd_schedule, parser=p)
+
+    p = sub.add_parser("unschedule", parents=[dsn], help="remove a periodic job")
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(func=cmd_unschedule, parser=p)
+
+    p = sub.add_parser("health", parents=[dsn, as_json],
+                       help="what needs a person: vacuum, expired leases, paused topics (exit 3 warn, 4 fail)")
+    p.set_defaults(func=cmd_health, parser=p)
+
     p = sub.add_parser("cancel", parents=[dsn], help="cancel a job that is not finished")
     p.add_argument("id", type=job_id)
     p.set_defaults(func=cmd_cancel, parser=p)
@@ -567,6 +685,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backoff-max", type=parse_duration, help="cap on retry delays (default 1m)")
     p.add_argument("--retention", type=parse_duration, help="keep finished jobs (default 30d; 0s: forever)")
     p.add_argument("--max-payload-bytes", type=positive_int, help="default 1048576")
+    p.add_argument("--max-execution", type=parse_duration,
+                   help="a job's time across all its attempts, from its first claim (default: no limit)")
     p.add_argument("--no-notify", dest="notify", action="store_false",
                    help="do not NOTIFY workers on enqueue (they poll)")
     p.set_defaults(func=cmd_declare_topic, parser=p)

@@ -1,0 +1,7 @@
+-- Revert brooq:table_schedule from pg
+
+begin;
+
+drop table brooq.schedule;
+
+commit;
