@@ -6,6 +6,7 @@ the throwaway PostgreSQL. The spans it finished are read back as JSON and checke
   payload), and the attempt's span is in the same trace, a child of the enqueue span;
 - a handler's own spans are children of the attempt's; a chained job continues the trace;
 - a failed attempt has status ERROR and the exception recorded; a Retry has no exception;
+  a timed-out one says so (brooq.stopped);
 - a job enqueued by plain SQL (no context) gets a root span of its own;
 - aio.enqueue and enqueue_many are traced too.
 
@@ -64,6 +65,11 @@ def fail(job):
         raise brooq.Retry(reason="not yet")
     raise ValueError("boom " + str(job.attempt))
 
+@worker.handler("t.slow", max_attempts=1, timeout=timedelta(milliseconds=200))
+def slow(job):
+    job.canceled.wait(10)  # told to stop at the timeout
+    return None
+
 @worker.handler("t.async")
 async def in_async(job):
     with app.start_as_current_span("inside the async handler"):
@@ -79,6 +85,7 @@ with psycopg.connect(dsn, autocommit=True) as conn:
         ids["many"] = [e.id for e in brooq.enqueue_many(conn, "t.ok", [{"n": 1}, {"n": 2}])]
         ids["fail"] = brooq.enqueue(conn, "t.fail", {}).id
         ids["retry"] = brooq.enqueue(conn, "t.fail", {"retry": True}).id
+        ids["slow"] = brooq.enqueue(conn, "t.slow", {}).id
 
         async def produce():
             async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as aconn:
@@ -94,7 +101,7 @@ with psycopg.connect(dsn, autocommit=True) as conn:
         while time.monotonic() < deadline:
             left = conn.execute("select count(*) from brooq.job "
                                 "where state not in ('done', 'dead')").fetchone()[0]
-            if left == 0 and conn.execute("select count(*) from brooq.job").fetchone()[0] >= 8:
+            if left == 0 and conn.execute("select count(*) from brooq.job").fetchone()[0] >= 9:
                 break
             time.sleep(0.05)
         worker.stop()
@@ -253,3 +260,12 @@ def test_without_a_tracer_provider_nothing_is_traced(db: str) -> None:
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+def test_a_timed_out_attempt_is_an_error_that_says_why(run: dict[str, Any]) -> None:
+    ids = run["ids"]
+    (attempt,) = spans_of(run, "process t.slow", ids["slow"])
+    assert attempt["attributes"]["brooq.stopped"] == "timeout"
+    assert attempt["attributes"]["brooq.outcome"] == "failed"  # whatever the handler returned
+    assert attempt["status"] == "ERROR" and attempt["description"] == "timed out"
+    assert run["ids"]["states"][str(ids["slow"])] == "dead"

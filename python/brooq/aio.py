@@ -90,13 +90,15 @@ async def declare_topic(conn: AsyncConn, name: str, *, max_attempts: int = 5,
                         max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1),
                         max_in_flight: int | None = None, rate: int | None = None,
                         per: timedelta | None = None,
-                        max_execution: timedelta | None = None) -> None:
+                        max_execution: timedelta | None = None, retain_done: bool = True,
+                        retain_payload: bool = True) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin). See
     brooq.declare_topic."""
     with mapped(ADMIN, conn):
         await conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
             name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution))
+            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
+            retain_done, retain_payload))
 
 
 async def cancel(conn: AsyncConn, job_id: int) -> bool:

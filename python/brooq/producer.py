@@ -134,10 +134,12 @@ def declare_topic_args(name: str, max_attempts: int, backoff_base: timedelta,
                        notify: bool, max_lease_losses: int, max_lease: timedelta,
                        max_in_flight: int | None = None, rate: int | None = None,
                        per: timedelta | None = None,
-                       max_execution: timedelta | None = None) -> list[Any]:
+                       max_execution: timedelta | None = None, retain_done: bool = True,
+                       retain_payload: bool = True) -> list[Any]:
     """The parameters of queries.DECLARE_TOPIC (shared with brooq.aio)."""
     return [name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution]
+            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
+            retain_done, retain_payload]
 
 
 def _sync(conn: Any, helper: str) -> None:
@@ -184,7 +186,8 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
                   max_payload_bytes: int = 1 << 20, notify: bool = True,
                   max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1),
                   max_in_flight: int | None = None, rate: int | None = None,
-                  per: timedelta | None = None, max_execution: timedelta | None = None) -> None:
+                  per: timedelta | None = None, max_execution: timedelta | None = None,
+                  retain_done: bool = True, retain_payload: bool = True) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin).
     ``max_lease_losses``: that many lease losses (reaps) of a job in a row, with no
     outcome written between, make it dead (a handler that kills its process).
@@ -195,12 +198,17 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
     (default one second).
     ``max_execution``: the longest a job may take across all its attempts, from its
     first claim (None: no limit); past it the attempt running is stopped and fails,
-    and so does every later one, until the attempts are spent."""
+    and so does every later one, until the attempts are spent.
+
+    Retention policies: ``retain_done=False`` deletes a job as it is settled done
+    (its idempotency key is free again); ``retain_payload=False`` clears the
+    payload (to JSON null) of a job that is done, dead or canceled."""
     _sync(conn, "declare_topic")
     with mapped(ADMIN, conn):
         conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
             name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution))
+            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
+            retain_done, retain_payload))
 
 
 def cancel(conn: Conn, job_id: int) -> bool:

@@ -44,7 +44,8 @@ select name
                            notify => %s::boolean, max_lease_losses => %s::integer,
                            max_lease => %s::interval, max_in_flight => %s::integer,
                            rate => %s::integer, per => %s::interval,
-                           max_execution => %s::interval)
+                           max_execution => %s::interval,
+                           retain_done => %s::boolean, retain_payload => %s::boolean)
 """
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
@@ -96,6 +97,14 @@ TOPIC_STATS_OF: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
        max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group
   from brooq.topic_stats
+ where topic = any(%s::text[])
+"""
+
+# What retention (brooq.purge, pg_cron's purge_all) did to these topics: counters kept
+# in the database, exported by the worker's metrics.
+RETENTION_STATS_OF: LiteralString = """
+select topic, deleted, remainders
+  from brooq.retention_stats
  where topic = any(%s::text[])
 """
 

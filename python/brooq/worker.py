@@ -234,7 +234,8 @@ class Worker:
                 max_lease: timedelta = timedelta(hours=1),
                 max_in_flight: int | None = None, rate: int | None = None,
                 per: timedelta | None = None,
-                max_execution: timedelta | None = None) -> Callable[[F], F]:
+                max_execution: timedelta | None = None, retain_done: bool = True,
+                retain_payload: bool = True) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``topic``.
 
         The topic settings are declared in the database when the worker starts
@@ -250,6 +251,8 @@ class Worker:
         max_execution), and every later attempt fails at once without running the handler,
         until the attempts are spent. At start the worker refuses a ``timeout`` longer than
         the topic's max_execution as the database holds it.
+        ``retain_done=False`` deletes a job as it is settled done; ``retain_payload=False``
+        clears the payload of a job that is done, dead or canceled (see declare_topic).
         """
         if self._started:
             raise RuntimeError("register handlers before run()")
@@ -267,7 +270,7 @@ class Worker:
             self._handlers[topic] = TopicHandler(
                 topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
                 backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease,
-                max_in_flight, rate, per, max_execution)
+                max_in_flight, rate, per, max_execution, retain_done, retain_payload)
             self._counts.add_topic(topic)
             self.metrics.declare_topic(topic)
             self._durations[topic] = self.metrics.duration.labels(topic)
@@ -293,7 +296,8 @@ class Worker:
                       max_payload_bytes=h.max_payload_bytes, notify=h.notify,
                       max_lease_losses=h.max_lease_losses, max_lease=h.max_lease,
                       max_in_flight=h.max_in_flight, rate=h.rate, per=h.per,
-                      max_execution=h.max_execution)
+                      max_execution=h.max_execution,
+                      retain_done=h.retain_done, retain_payload=h.retain_payload)
 
     # --- control from other threads -----------------------------------------------
 

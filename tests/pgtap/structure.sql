@@ -7,10 +7,10 @@ select plan(72);
 -- Structure -------------------------------------------------------------------
 
 select has_schema('brooq');
-select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'job_group', 'schedule'],
-    'brooq has exactly the tables topic, job, job_watch, claim_window, job_group and schedule');
-select views_are('brooq', array['topic_stats', 'in_flight', 'jobs', 'schedules'],
-    'brooq has exactly the views topic_stats, in_flight, jobs and schedules');
+select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'job_group', 'schedule', 'retention_stat'],
+    'brooq has exactly the tables topic, job, job_watch, claim_window, job_group, schedule and retention_stat');
+select views_are('brooq', array['topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats'],
+    'brooq has exactly the views topic_stats, in_flight, jobs, schedules and retention_stats');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check'],
     'brooq has exactly its named row types and the state domain');
 select domains_are('brooq', array['job_state'], 'brooq has the one domain job_state');
@@ -24,7 +24,7 @@ select is(
 select columns_are('brooq', 'topic',
     array['name', 'max_attempts', 'backoff_base', 'backoff_max', 'retention', 'max_payload_bytes',
           'notify', 'paused', 'created_at', 'updated_at', 'max_lease', 'max_lease_losses',
-          'max_in_flight', 'rate', 'per', 'max_execution']);
+          'max_in_flight', 'rate', 'per', 'max_execution', 'retain_done', 'retain_payload']);
 select has_pk('brooq', 'topic', 'topic has a primary key');
 select col_is_pk('brooq', 'topic', 'name', 'topic is keyed by name');
 select col_type_is('brooq', 'topic', 'backoff_base', 'interval', 'backoff_base is an interval');

@@ -32,6 +32,7 @@ from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
 if TYPE_CHECKING:
+    from brooq.partitions import PartitionedWorker
     from brooq.worker import Worker
 
 Connection = psycopg.Connection[tuple[Any, ...]]
@@ -430,10 +431,17 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     # The options reach the brooq.Worker the module makes as it is imported: they win
     # over the values the module gives in code, and over BROOQ_* variables.
     given = {f.name: getattr(args, f.name, None) for f in config.SETTINGS}
+    if args.partition and not given["dsn"]:
+        given["dsn"] = args.partition[0]
     from brooq.worker import loading
 
     with config.command_line(given), loading(args.worker):
-        worker = load_worker(args.worker)
+        loaded = load_worker(args.worker)
+    worker: Worker | PartitionedWorker = loaded
+    if args.partition:  # one Worker per partition, the handlers shared (docs/scale-out.md)
+        from brooq.partitions import PartitionedWorker
+
+        worker = PartitionedWorker.of(loaded, args.partition)
     watch_parent(worker.stop)  # a child of --processes stops when its parent is gone
     mode = args.progress
     live = {"auto": None, "live": True, "log": False, "off": False}[mode]
@@ -592,6 +600,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("worker", metavar="MODULE:OBJECT",
                    help="a brooq.Worker, or a callable returning one (e.g. myapp.jobs:worker)")
     add_setting_options(p)
+    p.add_argument("--partition", action="append", metavar="DSN",
+                   help="work on this brooq partition (repeat for each; see docs/scale-out.md): "
+                        "one worker per partition, each with the settings given; --dsn is then "
+                        "unused")
     p.add_argument("--processes", type=positive_int, default=1, metavar="N",
                    help="run N worker processes under this one (one core each; SIGTERM stops "
                         "them all gracefully, one that dies is restarted; default 1)")
