@@ -45,7 +45,9 @@ create type brooq.topic as (
     max_in_flight     integer,
     rate              integer,
     per               interval,
-    max_execution     interval
+    max_execution     interval,
+    retain_done       boolean,
+    retain_payload    boolean
 );
 comment on type brooq.topic is 'A topic''s settings, as brooq.declare_topic returns them.';
 
@@ -214,7 +216,9 @@ create function brooq_proxy._declare_topic_all(
     max_in_flight integer,
     rate integer,
     per interval,
-    max_execution interval)
+    max_execution interval,
+    retain_done boolean,
+    retain_payload boolean)
 returns setof brooq.topic
 language plproxy
 as $$
@@ -222,12 +226,14 @@ as $$
     run on all;
     select t.name, t.max_attempts, t.backoff_base, t.backoff_max, t.retention,
            t.max_payload_bytes, t.notify, t.paused, t.created_at, t.updated_at,
-           t.max_lease, t.max_lease_losses, t.max_in_flight, t.rate, t.per, t.max_execution
+           t.max_lease, t.max_lease_losses, t.max_in_flight, t.rate, t.per, t.max_execution,
+           t.retain_done, t.retain_payload
       from brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
                                max_payload_bytes, notify, max_lease, max_lease_losses,
-                               max_in_flight, rate, per, max_execution) as t;
+                               max_in_flight, rate, per, max_execution, retain_done,
+                               retain_payload) as t;
 $$;
-comment on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) is
+comment on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) is
 'Private to the router''s brooq.declare_topic: the call on every partition.';
 
 create function brooq.declare_topic(
@@ -243,7 +249,9 @@ create function brooq.declare_topic(
     max_in_flight integer default null,
     rate integer default null,
     per interval default null,
-    max_execution interval default null)
+    max_execution interval default null,
+    retain_done boolean default true,
+    retain_payload boolean default true)
 returns brooq.topic
 language sql
 set search_path = pg_catalog, pg_temp
@@ -253,10 +261,10 @@ as $$
         declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
         declare_topic.notify, declare_topic.max_lease, declare_topic.max_lease_losses,
         declare_topic.max_in_flight, declare_topic.rate, declare_topic.per,
-        declare_topic.max_execution)
+        declare_topic.max_execution, declare_topic.retain_done, declare_topic.retain_payload)
     limit 1;
 $$;
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) is
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) is
 'Router: declares or updates the topic on every partition. max_in_flight and rate hold per partition.';
 
 -- pause_topic / resume_topic: on every partition; true when any changed.
@@ -395,15 +403,15 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
                           brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)
    to brooq_producer;
 
-revoke all on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) from public;
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) from public;
+revoke all on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
 revoke all on function brooq_proxy._set_paused_all(text, boolean) from public;
 revoke all on function brooq.pause_topic(text) from public;
 revoke all on function brooq.resume_topic(text) from public;
 revoke all on function brooq.cancel(bigint) from public;
 revoke all on function brooq.retry(bigint) from public;
-grant execute on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval),
-                          brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval),
+grant execute on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean),
+                          brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean),
                           brooq_proxy._set_paused_all(text, boolean),
                           brooq.pause_topic(text), brooq.resume_topic(text),
                           brooq.cancel(bigint), brooq.retry(bigint)

@@ -4,7 +4,7 @@ begin;
 
 select 'brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb)'::regprocedure,
        'brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)'::regprocedure,
-       'brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval)'::regprocedure,
+       'brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)'::regprocedure,
        'brooq.pause_topic(text)'::regprocedure,
        'brooq.resume_topic(text)'::regprocedure,
        'brooq.cancel(bigint)'::regprocedure,
