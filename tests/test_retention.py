@@ -4,9 +4,15 @@ watched job is kept)."""
 
 from __future__ import annotations
 
+import os
+import pty
+import select
+import subprocess
+import sys
 import time
 import urllib.request
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import brooq
@@ -91,3 +97,85 @@ def test_purge_all_is_bounded_says_so_and_the_worker_exports_the_counts(db: str,
             return text if 'brooq_retention_deleted_total{topic="old"} 25.0' in text else None
         text = wait_for(scraped, what="the retention counters in /metrics")
     assert 'brooq_retention_remainder_total{topic="old"} 1.0' in text
+
+
+# --- brooq flush, run as a real subprocess -------------------------------------------
+
+BIN = Path(sys.executable).parent / "brooq"
+COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.tools"]
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")}
+
+
+def seed_flush(conn: Conn) -> None:
+    brooq.declare_topic(conn, "fl")
+    conn.execute("""insert into brooq.job (topic, payload, state, max_attempts, available_at, created_at,
+                                           updated_at, locked_by, locked_until)
+                    select 'fl', '{}', s, 5, now(), now(), now(),
+                           case when s = 'processing' then 'w' end,
+                           case when s = 'processing' then now() + interval '1 minute' end
+                      from unnest(array['pending', 'pending', 'failed', 'processing', 'done', 'dead',
+                                        'canceled']) as s""")
+
+
+def states(conn: Conn) -> list[str]:
+    return sorted(r[0] for r in conn.execute("select state from brooq.job where topic = 'fl'"))
+
+
+def test_flush_refuses_without_a_terminal_and_deletes_with_yes(db: str, conn: Conn) -> None:
+    seed_flush(conn)
+    refused = subprocess.run([*COMMAND, "flush", "fl", "--dsn", db], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, env=ENV, timeout=60, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr == ("brooq: error: not flushing 3 waiting (pending, failed) jobs of topic fl "
+                              "without a confirmation: stdin is not a terminal; pass --yes\n")
+    assert len(states(conn)) == 7, "nothing deleted"
+
+    done = subprocess.run([*COMMAND, "flush", "fl", "--yes", "--dsn", db], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env=ENV, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, "flushed 3 waiting (pending, failed) jobs of topic fl\n")
+    assert states(conn) == ["canceled", "dead", "done", "processing"]
+
+    completed = subprocess.run([*COMMAND, "flush", "fl", "--completed", "--yes", "--dsn", db],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, env=ENV,
+                               timeout=60, check=False)
+    assert completed.stdout == "flushed 3 finished (done, dead, canceled) jobs of topic fl\n"
+    assert states(conn) == ["processing"], "a processing job is never flushed"
+
+    unknown = subprocess.run([*COMMAND, "flush", "nope", "--yes", "--dsn", db], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, env=ENV, timeout=60, check=False)
+    assert unknown.returncode == 1 and 'topic "nope" does not exist' in unknown.stderr
+
+
+def flush_on_a_terminal(db: str, answer: bytes) -> tuple[int, str]:
+    """Run `brooq flush fl` with a pty as its terminal; answer its question."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*COMMAND, "flush", "fl", "--dsn", db], stdin=slave, stdout=slave,
+                            stderr=slave, env=ENV)
+    os.close(slave)
+    screen = b""
+    try:
+        deadline = time.monotonic() + 30
+        while b"[y/N]" not in screen and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.1)[0]:
+                screen += os.read(master, 65536)
+        os.write(master, answer + b"\n")
+        code = proc.wait(timeout=30)
+        try:
+            while select.select([master], [], [], 0.2)[0]:
+                screen += os.read(master, 65536)
+        except OSError:
+            pass
+    finally:
+        os.close(master)
+    return code, screen.decode(errors="replace")
+
+
+def test_flush_asks_on_a_terminal_showing_how_many_jobs(db: str, conn: Conn) -> None:
+    seed_flush(conn)
+    code, screen = flush_on_a_terminal(db, b"n")
+    assert "delete 3 waiting (pending, failed) jobs of topic fl? [y/N]" in screen
+    assert code == 1 and "nothing flushed" in screen
+    assert len(states(conn)) == 7
+    code, screen = flush_on_a_terminal(db, b"y")
+    assert code == 0 and "flushed 3 waiting (pending, failed) jobs of topic fl" in screen
+    assert states(conn) == ["canceled", "dead", "done", "processing"]

@@ -50,6 +50,13 @@ select name
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 
+# Flush (admin): delete a topic's jobs in some states at once (`brooq flush`); the count
+# first, for the confirmation.
+FLUSH: LiteralString = "select brooq.flush(topic => %s::text, states => %s::text[])"
+FLUSH_COUNT: LiteralString = """
+select count(*) from brooq.jobs where topic = %s::text and state = any(%s::text[])
+"""
+
 # Re-drive (admin): a dead or canceled job back to pending; a topic's dead jobs in bulk.
 RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
 

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(225);
+select plan(229);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -45,6 +45,7 @@ insert into matrix values
     ('brooq.purge(integer)', false, false, true),
     ('brooq.purge_all(integer, integer)', false, false, true),
     ('brooq.purge_remainder()', false, false, true),
+    ('brooq.flush(text, text[])', false, false, true),
     ('brooq.schedule_maintenance(text, text)', false, false, true),
     ('brooq.unschedule_maintenance()', false, false, true),
     ('brooq.version()', true, true, true),

@@ -229,6 +229,31 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+WAITING = ["pending", "failed"]  # what `brooq flush` deletes; --completed: the terminal states
+COMPLETED = ["done", "dead", "canceled"]
+
+
+def cmd_flush(args: argparse.Namespace, out: TextIO) -> int:
+    states = COMPLETED if args.completed else WAITING
+    what = "finished (done, dead, canceled)" if args.completed else "waiting (pending, failed)"
+    with connect(args) as conn, mapped(ADMIN, conn):
+        cur = conn.cursor(row_factory=scalar_row)
+        count = cur.execute(queries.FLUSH_COUNT, [args.topic, states]).fetchone() or 0
+        if count and not args.yes:
+            if not sys.stdin.isatty():
+                raise Failure(f"not flushing {count} {what} jobs of topic {args.topic[:200]} without "
+                              "a confirmation: stdin is not a terminal; pass --yes")
+            out.write(f"delete {count} {what} job{'' if count == 1 else 's'} of topic "
+                      f"{args.topic}? [y/N] ")
+            out.flush()
+            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                out.write("nothing flushed\n")
+                return 1
+        deleted = cur.execute(queries.FLUSH, [args.topic, states]).fetchone()
+    out.write(f"flushed {deleted} {what} job{'' if deleted == 1 else 's'} of topic {args.topic}\n")
+    return 0
+
+
 @dataclass(frozen=True)
 class Schedule:
     """A row of the view brooq.schedules."""
@@ -677,6 +702,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", type=instant, metavar="TIME",
                    help="with --dead: only jobs that died (or were canceled) at or after TIME (ISO 8601)")
     p.set_defaults(func=cmd_retry, parser=p)
+
+    p = sub.add_parser("flush", parents=[dsn],
+                       help="delete a topic's waiting jobs (pending, failed), or --completed ones")
+    p.add_argument("topic")
+    p.add_argument("--completed", action="store_true",
+                   help="the finished jobs instead (done, dead, canceled), without waiting for retention")
+    p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+    p.set_defaults(func=cmd_flush, parser=p)
 
     p = sub.add_parser("declare-topic", parents=[dsn], help="create a topic or set its settings")
     p.add_argument("name")
