@@ -1,10 +1,10 @@
 -- Revert brooq:function_declare_topic from pg
--- Written by hand (the rework added max_lease, max_lease_losses, the flow limits and max_execution to the signature): drops the new
+-- Written by hand (the rework added max_lease, max_lease_losses, the flow limits, max_execution and the retention policies to the signature): drops the new
 -- signature, then restores function_declare_topic@v0.1.0, the body of its deploy script.
 
 begin;
 
-drop function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval);
+drop function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean);
 
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
 --                     max_payload_bytes, notify) -> brooq.topic

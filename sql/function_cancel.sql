@@ -1,7 +1,8 @@
 -- brooq.cancel(job_id) -> boolean
 --
 -- Cancels a job that is not finished: pending, failed or processing -> canceled,
--- lease cleared. A handler running it learns it from its next heartbeat (within
+-- lease cleared; the payload becomes 'null'::jsonb when the topic was declared
+-- with retain_payload => false. A handler running it learns it from its next heartbeat (within
 -- lease/3) and its settle writes nothing. A watched job (brooq.watch) wakes its
 -- waiters: NOTIFY brooq_settled, its id as payload.
 --
@@ -26,6 +27,12 @@ begin
     end if;
     update brooq.job j
        set state = 'canceled',
+           -- retain_payload => false: a terminal job keeps no payload
+           payload = case
+               when (select t.retain_payload from brooq.topic t where t.name = j.topic) is false
+                   then 'null'::jsonb
+               else j.payload
+           end,
            locked_by = null,
            locked_until = null,
            updated_at = brooq._now()

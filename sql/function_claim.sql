@@ -76,7 +76,8 @@
 --   lease     how long the jobs are held without a heartbeat; > 0, no negative
 --             part, at most the max_lease of every topic named (default 1 hour)
 --
--- Returns: the claimed jobs (zero rows when nothing is ready), in no set order.
+-- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
+-- with the trace context it was enqueued under (trace_context, NULL: none).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
@@ -264,7 +265,8 @@ begin
                   j.lease_token, j.locked_until, j.created_at,
                   j.first_claimed_at + v_execs[1],
                   case when v_execs[1] is not null
-                       then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end;
+                       then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end,
+                  j.trace_context;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -347,7 +349,8 @@ begin
                       j.lease_token, j.locked_until, j.created_at,
                       j.first_claimed_at + e.max_execution as execution_deadline,
                       case when e.max_execution is not null
-                           then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left
+                           then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left,
+                      j.trace_context
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)
@@ -357,7 +360,8 @@ begin
              group by c.topic, r.at
         )
         select c.id, c.topic, c.payload, c.attempts, c.max_attempts, c.priority, c.lease_token,
-               c.locked_until, c.created_at, c.execution_deadline, c.execution_left
+               c.locked_until, c.created_at, c.execution_deadline, c.execution_left,
+               c.trace_context
           from claimed c;
     end if;
 end

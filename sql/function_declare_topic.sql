@@ -1,6 +1,7 @@
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
 --                     max_payload_bytes, notify, max_lease, max_lease_losses,
---                     max_in_flight, rate, per, max_execution) -> brooq.topic
+--                     max_in_flight, rate, per, max_execution, retain_done,
+--                     retain_payload) -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -40,6 +41,15 @@
 --                      when its attempts are spent. 1 second to 100 years, no
 --                      negative part; NULL (the default) = no limit. Read at each
 --                      claim: a new value applies to jobs already queued.
+--   retain_done        false: brooq.settle_many deletes a job in the very statement
+--                      that settles it done (its idempotency key is free again at
+--                      once); a job somebody waits on (brooq.watch) is kept, so the
+--                      waiter reads its fate. dead and canceled jobs stay until the
+--                      retention purges them. Default true.
+--   retain_payload     false: a job's payload becomes 'null'::jsonb when it becomes
+--                      terminal (done, dead or canceled: settle_many, cancel, reap's
+--                      poison pill); state, attempts, last_error and result stay.
+--                      Default true.
 --
 -- Returns: the topic row as stored.
 -- Errors:
@@ -48,12 +58,14 @@
 -- Touches: inserts or updates one row of brooq.topic.
 
 -- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
--- max_lease_losses, before the flow limits and before max_execution (never
+-- max_lease_losses, before the flow limits, before max_execution and before the
+-- retention policies (never
 -- released; harmless where they do not exist).
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval);
 
 create or replace function brooq.declare_topic(
     name text,
@@ -68,7 +80,9 @@ create or replace function brooq.declare_topic(
     max_in_flight integer default null,
     rate integer default null,
     per interval default null,
-    max_execution interval default null)
+    max_execution interval default null,
+    retain_done boolean default true,
+    retain_payload boolean default true)
 returns brooq.topic
 language plpgsql
 security definer
@@ -83,7 +97,8 @@ begin
         or declare_topic.backoff_base is null or declare_topic.backoff_max is null
         or declare_topic.retention is null or declare_topic.max_payload_bytes is null
         or declare_topic.notify is null or declare_topic.max_lease is null
-        or declare_topic.max_lease_losses is null then
+        or declare_topic.max_lease_losses is null or declare_topic.retain_done is null
+        or declare_topic.retain_payload is null then
         raise exception 'brooq.declare_topic: arguments must not be NULL'
             using errcode = 'null_value_not_allowed',
                   hint = 'Leave an argument out to take its default.';
@@ -186,12 +201,13 @@ begin
 
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
                                   max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses, max_in_flight, rate, per, max_execution)
+                                  max_lease_losses, max_in_flight, rate, per, max_execution,
+                                  retain_done, retain_payload)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
             declare_topic.notify, v_now, v_now, declare_topic.max_lease,
             declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
-            declare_topic.max_execution)
+            declare_topic.max_execution, declare_topic.retain_done, declare_topic.retain_payload)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -205,14 +221,16 @@ begin
             rate = excluded.rate,
             per = excluded.per,
             max_execution = excluded.max_execution,
+            retain_done = excluded.retain_done,
+            retain_payload = excluded.retain_payload,
             updated_at = excluded.updated_at
     returning t.* into v_topic;
     return v_topic;
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) is
-'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Errors: 22004 NULL argument, 22023 bad name or setting.';
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) is
+'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Retention policies: retain_done => false deletes a job as it settles done, retain_payload => false clears a terminal job''s payload. Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) to brooq_admin;

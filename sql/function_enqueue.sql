@@ -1,5 +1,5 @@
 -- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay,
---               group_key) -> setof brooq.enqueued (exactly one row)
+--               group_key, trace_context) -> setof brooq.enqueued (exactly one row)
 --
 -- Inserts one job in the caller's transaction: your own writes and the job
 -- commit or roll back together.
@@ -22,6 +22,10 @@
 --                    A transaction that enqueues into several groups should do it
 --                    in key order (or use enqueue_many, which does): two that take
 --                    the same groups in opposite orders deadlock (40P01, retry).
+--   trace_context    the W3C trace context to carry in the job, beside the payload:
+--                    {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally
+--                    "tracestate" (at most 512 characters); claim hands it to the
+--                    worker. NULL or '{}' = none (see brooq._trace_context)
 --
 -- Returns: (id, created). A repeated key returns the existing job's id with
 -- created = false and writes nothing, also when the first enqueue is concurrent.
@@ -38,14 +42,15 @@
 --   22023 invalid_parameter_value   key or group_key longer than 255 characters; available_at
 --                                   not finite or from 9999-12-31 on; delay negative
 --                                   or over 100 years; both available_at and delay
---                                   given; brooq.key_wait not a duration
+--                                   given; brooq.key_wait not a duration; a
+--                                   trace_context that is not a W3C trace context
 --   55P03 lock_not_available        another transaction's enqueue of the same key,
 --                                   or into the same group, stayed uncommitted
 --                                   longer than brooq.key_wait
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
 -- a group, inserts or updates its row of brooq.job_group.
 
--- 0.1.0's signature, without group_key (harmless where it does not exist).
+-- 0.1.0's signature, without group_key and trace_context (harmless where it does not exist).
 drop function if exists brooq.enqueue(text, jsonb, text, timestamptz, integer, interval);
 
 create or replace function brooq.enqueue(
@@ -55,7 +60,8 @@ create or replace function brooq.enqueue(
     available_at timestamptz default null,
     priority integer default 0,
     delay interval default null,
-    group_key text default null)
+    group_key text default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -73,6 +79,7 @@ declare
     v_lock_timeout text;
     v_group text := nullif(enqueue.group_key, '');
     v_seq bigint;
+    v_trace jsonb := brooq._trace_context(enqueue.trace_context, 'brooq.enqueue');
 begin
     if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
         raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
@@ -122,9 +129,10 @@ begin
 
     loop
         insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at, group_key, group_seq)
+                               available_at, created_at, updated_at, group_key, group_seq,
+                               trace_context)
         values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
-                v_at, v_now, v_now, v_group, v_seq)
+                v_at, v_now, v_now, v_group, v_seq, v_trace)
         on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
         returning id into v_id;
         exit when v_id is not null;
@@ -151,8 +159,8 @@ begin
 end
 $$;
 
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) is
-'Enqueue one job in the caller''s transaction, in an ordered group when group_key is given; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, group_key, time or delay, 55P03 the key or group held by an uncommitted transaction longer than brooq.key_wait.';
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) is
+'Enqueue one job in the caller''s transaction, in an ordered group when group_key is given; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, group_key, time, delay or trace_context, 55P03 the key or group held by an uncommitted transaction longer than brooq.key_wait.';
 
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) to brooq_producer;
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) to brooq_producer;

@@ -1,5 +1,6 @@
 -- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
---                    group_keys) -> setof brooq.enqueued, one row per payload, in input order
+--                    group_keys, trace_context)
+--   -> setof brooq.enqueued, one row per payload, in input order
 --
 -- The bulk path: enqueues many jobs of one topic in one call, in the caller's
 -- transaction. Same rules as brooq.enqueue, per element.
@@ -12,7 +13,8 @@
 --                     '' elements = no key. A key repeated inside the batch gives
 --                     every occurrence the first one's id (created = false after
 --                     the first).
---   available_at, priority, delay   as in brooq.enqueue, for every job
+--   available_at, priority, delay, trace_context   as in brooq.enqueue, for every
+--                     job (one trace context for the batch: one producer span)
 --   group_keys        text[] of the same length, or NULL for no groups; NULL or ''
 --                     elements = no group (brooq.enqueue's group_key, per element).
 --                     The jobs of one group in the batch are ordered as in the
@@ -33,7 +35,8 @@
 --   22023 invalid_parameter_value  an array of more than one dimension; keys or group
 --                                  keys array of another length; a key or group key
 --                                  too long; bad
---                                  available_at or delay; brooq.key_wait not a duration
+--                                  available_at or delay; brooq.key_wait not a duration;
+--                                  a trace_context that is not a W3C trace context
 --   55P03 lock_not_available       a key or group held by an uncommitted transaction
 --                                  longer than brooq.key_wait
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
@@ -49,7 +52,8 @@ create or replace function brooq.enqueue_many(
     available_at timestamptz default null,
     priority integer default 0,
     delay interval default null,
-    group_keys text[] default null)
+    group_keys text[] default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -71,6 +75,7 @@ declare
     v_lock_timeout text;
     v_groups text[];   -- per payload: its group ('' made NULL), or NULL for no groups at all
     v_seqs bigint[];   -- per payload: its group_seq
+    v_trace jsonb := brooq._trace_context(enqueue_many.trace_context, 'brooq.enqueue_many');
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -184,9 +189,9 @@ begin
         -- insert, without ON CONFLICT's speculative insertion of every row (about
         -- 15% of a batch's time) and without reading the ids back.
         insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at, group_key, group_seq)
+                               available_at, created_at, updated_at, group_key, group_seq, trace_context)
         select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-               null, v_at, v_now, v_now, u.group_key, u.group_seq
+               null, v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
           from unnest(v_ids, enqueue_many.payloads, v_groups, v_seqs) as u(id, payload, group_key, group_seq);
         v_created := v_ids;
         v_out := v_ids;
@@ -197,9 +202,9 @@ begin
         perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
         with inserted as (
             insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                   available_at, created_at, updated_at, group_key, group_seq)
+                                   available_at, created_at, updated_at, group_key, group_seq, trace_context)
             select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                   nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq
+                   nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
               from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_groups, v_seqs)
                    as u(id, payload, key, group_key, group_seq)
              -- In key order, so that concurrent batches with overlapping keys wait for
@@ -225,9 +230,9 @@ begin
             -- jobs now and read again, as brooq.enqueue does.
             with inserted as (
                 insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                       available_at, created_at, updated_at, group_key, group_seq)
+                                       available_at, created_at, updated_at, group_key, group_seq, trace_context)
                 select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                       nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq
+                       nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
                   from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out, v_groups, v_seqs)
                        as u(id, payload, key, got, group_key, group_seq)
                  where u.got is null
@@ -252,8 +257,8 @@ begin
 end
 $$;
 
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) is
-'Enqueue many jobs of one topic in one call, in ordered groups when group_keys is given; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension), 55P03 (a key held too long, as enqueue).';
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
+'Enqueue many jobs of one topic in one call, in ordered groups when group_keys is given; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension; a bad trace_context), 55P03 (a key held too long, as enqueue).';
 
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) from public;
-grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) to brooq_producer;
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
+grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) to brooq_producer;

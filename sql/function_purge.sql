@@ -6,7 +6,8 @@
 -- most batch_size rows in all, taken with SKIP LOCKED so several purgers do not
 -- wait for each other and each locks only the rows it deletes. Jobs in
 -- pending, processing or failed are never deleted, however old. A deleted job's
--- idempotency key becomes free again.
+-- idempotency key becomes free again. The jobs deleted are added to the topic's
+-- row of brooq.retention_stat (brooq.retention_stats: deleted, last_purge_at).
 --
 -- Parameters:
 --   batch_size  1 to 100000 (default 1000)
@@ -14,7 +15,8 @@
 -- Errors:
 --   22004 null_value_not_allowed   batch_size is NULL
 --   22023 invalid_parameter_value  batch_size out of range
--- Touches: deletes up to batch_size rows of brooq.job.
+-- Touches: deletes up to batch_size rows of brooq.job; upserts a row of
+-- brooq.retention_stat per topic it deleted jobs of.
 create or replace function brooq.purge(batch_size integer default 1000)
 returns bigint
 language plpgsql
@@ -60,6 +62,14 @@ begin
          using due
          where j.id = due.id;
         get diagnostics v_rows = row_count;
+        if v_rows > 0 then
+            -- counted per topic for brooq.retention_stats (one upsert per topic and batch)
+            insert into brooq.retention_stat as s (topic, deleted, last_purge_at)
+            values (v_topic, v_rows, v_now)
+            on conflict on constraint retention_stat_pkey do update
+                set deleted = s.deleted + excluded.deleted,
+                    last_purge_at = excluded.last_purge_at;
+        end if;
         v_deleted := v_deleted + v_rows;
         exit when v_deleted >= purge.batch_size;
     end loop;
@@ -77,24 +87,33 @@ grant execute on function brooq.purge(integer) to brooq_admin;
 --
 -- Runs brooq.purge until a batch comes back short or max_batches batches ran,
 -- committing after each batch, so locks are short and dead rows are spread out.
+-- Bounded by default (100 batches of 1000: 100,000 jobs a run), so one run, the
+-- pg_cron job brooq_purge every 10 minutes say, cannot hog the database after a
+-- backlog built up: the rest waits for the next run. When it stops at
+-- max_batches with jobs still due, it says so: a WARNING
+--   brooq.purge_all: stopped after N batches (M jobs deleted); jobs still due in topics: a, b
+-- (SQLSTATE 01000, RAISE WARNING's own; pg_cron records it in cron.job_run_details only on failure,
+-- the server log has it) and one more remainder per topic in brooq.retention_stats.
 -- Call it outside an explicit transaction block: CALL brooq.purge_all();
 -- A procedure that commits cannot be SECURITY DEFINER or carry SET, so it runs
 -- with its caller's search_path, and pg_cron runs it as the role that scheduled
 -- it (usually a superuser): every operator in it is written
--- OPERATOR(pg_catalog.x), so that nothing resolves through that path (a database
--- owner could otherwise plant evil.<(integer, integer) and run it as the
--- superuser). Its only SQL is the call of brooq.purge, which pins its path.
+-- OPERATOR(pg_catalog.x) and every function brooq.x or pg_catalog.x, so that
+-- nothing resolves through that path (a database owner could otherwise plant
+-- evil.<(integer, integer) and run it as the superuser).
 --
 -- Parameters:
 --   batch_size   passed to brooq.purge (default 1000)
---   max_batches  stop after this many batches; NULL = until done
+--   max_batches  stop after this many batches (default 100); NULL = until done
 -- Errors: as brooq.purge; 22023 when max_batches < 1.
-create or replace procedure brooq.purge_all(batch_size integer default 1000, max_batches integer default null)
+create or replace procedure brooq.purge_all(batch_size integer default 1000, max_batches integer default 100)
 language plpgsql
 as $$
 declare
     v_batches integer := 0;
     v_deleted bigint;
+    v_total bigint := 0;
+    v_topics text[];
 begin
     if purge_all.max_batches operator(pg_catalog.<) 1 then
         raise exception 'invalid max_batches %', purge_all.max_batches
@@ -104,15 +123,25 @@ begin
     loop
         v_deleted := brooq.purge(purge_all.batch_size);
         v_batches := v_batches operator(pg_catalog.+) 1;
+        v_total := v_total operator(pg_catalog.+) v_deleted;
         commit;
-        exit when v_deleted operator(pg_catalog.<) purge_all.batch_size
-               or v_batches operator(pg_catalog.>=) coalesce(purge_all.max_batches, v_batches operator(pg_catalog.+) 1);
+        exit when v_deleted operator(pg_catalog.<) purge_all.batch_size;
+        if v_batches operator(pg_catalog.>=) coalesce(purge_all.max_batches, v_batches operator(pg_catalog.+) 1) then
+            -- stopped by the bound with a full last batch: is anything still due?
+            v_topics := brooq.purge_remainder();
+            if pg_catalog.cardinality(v_topics) operator(pg_catalog.>) 0 then
+                raise warning 'brooq.purge_all: stopped after % batches (% jobs deleted); jobs still due in topics: %',
+                        v_batches, v_total, pg_catalog.left(pg_catalog.array_to_string(v_topics, ', '), 400)
+                    using hint = 'The next run goes on. To catch up sooner, raise max_batches or batch_size, or run purge_all more often.';
+            end if;
+            exit;
+        end if;
     end loop;
 end
 $$;
 
 comment on procedure brooq.purge_all(integer, integer) is
-'Run brooq.purge batch after batch, committing each, until nothing is due (or max_batches). Errors: as purge; 22023 bad max_batches.';
+'Run brooq.purge batch after batch, committing each, until nothing is due or max_batches (default 100) ran; a WARNING (01000) and a remainder per topic in brooq.retention_stats when it stops with jobs still due. Errors: as purge; 22023 bad max_batches.';
 
 revoke all on procedure brooq.purge_all(integer, integer) from public;
 grant execute on procedure brooq.purge_all(integer, integer) to brooq_admin;

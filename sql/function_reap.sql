@@ -14,6 +14,9 @@
 --   'lease lost 5 times in a row (max_lease_losses 5), the last of worker w
 --    expired at ...; job dead'
 -- This is the only way a job is dead without a failure on its last attempt.
+-- A topic declared with retain_payload => false loses the payload of a job reap
+-- makes dead (poison pill, or max_execution on the last attempt): 'null'::jsonb,
+-- as with any terminal job.
 --
 -- max_execution (issue 12): a lease that ran to the job's execution deadline
 -- (first_claimed_at + the topic's max_execution <= locked_until: claim and
@@ -63,7 +66,8 @@ begin
                coalesce(t.max_lease_losses, 5) as max_losses,
                t.max_execution,
                t.backoff_base,
-               t.backoff_max
+               t.backoff_max,
+               coalesce(t.retain_payload, true) as retain_payload
           from brooq.job j
           left join brooq.topic t on t.name = j.topic
          where j.locked_until < v_now
@@ -85,6 +89,12 @@ begin
                else v_now
            end,
            lease_losses = case when e.overdue then 0 else j.lease_losses + 1 end,
+           -- retain_payload => false: a job made dead keeps no payload
+           payload = case
+               when not e.retain_payload and (e.overdue and j.attempts >= j.max_attempts
+                                              or not e.overdue and e.poison) then 'null'::jsonb
+               else j.payload
+           end,
            last_error = case
                when e.overdue then format(
                    'max_execution %s exceeded (first claimed at %s, deadline %s); the attempt of worker %s was stopped%s',

@@ -19,6 +19,13 @@
 --   preserve  -> failed, the charged attempt is given back (attempts - 1), retried
 --                after least(coalesce(delay, backoff_base), backoff_max); never dead.
 --   cancel    -> canceled.
+-- Retention policies of the job's topic (brooq.declare_topic):
+--   retain_done => false     a job settled done is deleted by this very statement
+--                            (reported as done all the same; its result is not
+--                            stored); a job somebody watches (brooq.watch) is
+--                            kept, so its waiter reads its fate.
+--   retain_payload => false  the payload becomes 'null'::jsonb when the job becomes
+--                            terminal (done, dead, canceled).
 -- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
 -- an outcome, so the job is no poison pill; see brooq.reap); errors[i], when given,
 -- becomes last_error (cut to 2000 characters).
@@ -41,7 +48,8 @@
 --                                  an unknown outcome, a missing or negative delay
 --   54000 program_limit_exceeded   more than 10,000 jobs; a result larger than its
 --                                  topic's max_payload_bytes (nothing is written)
--- Touches: updates up to cardinality(job_ids) rows of brooq.job.
+-- Touches: updates (or, retain_done => false, deletes) up to cardinality(job_ids)
+-- rows of brooq.job.
 create or replace function brooq.settle_many(
     worker text,
     job_ids bigint[],
@@ -110,43 +118,124 @@ begin
                   hint = 'Settle each job once per call.';
     end if;
 
-    return query
-    update brooq.job j
-       set state = case
-               when u.outcome = 'done' then 'done'
-               when u.outcome = 'cancel' then 'canceled'
-               when u.outcome = 'preserve' then 'failed'
-               when j.attempts >= j.max_attempts then 'dead'
-               else 'failed'
-           end,
-           attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
-           available_at = case
-               when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
-               when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
-               when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
-               else j.available_at
-           end,
-           result = case
-               when u.outcome <> 'done' then j.result
-               when octet_length(u.result::text) > t.max_payload_bytes
-                   then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
-               else u.result
-           end,
-           last_error = coalesce(left(u.error, 2000), j.last_error),
-           lease_losses = 0,
-           locked_by = null,
-           locked_until = null,
-           updated_at = v_now
-      from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                  settle_many.errors, settle_many.delays, settle_many.results)
-               as u(id, token, outcome, error, delay, result),
-           brooq.topic t
-     where j.id = u.id
-       and j.state = 'processing'
-       and j.locked_by = settle_many.worker
-       and j.lease_token = u.token
-       and t.name = j.topic
-    returning j.id, j.state;
+    -- One statement either way. A topic declared with retain_done => false (none, as
+    -- a rule: one probe of brooq.topic tells) takes the second form, where the jobs
+    -- it settles done are deleted instead of updated: the two sub-statements touch
+    -- disjoint rows (a job somebody watches is updated, so its waiter reads it).
+    if not exists (select from brooq.topic t where not t.retain_done) then
+        return query
+        update brooq.job j
+           set state = case
+                   when u.outcome = 'done' then 'done'
+                   when u.outcome = 'cancel' then 'canceled'
+                   when u.outcome = 'preserve' then 'failed'
+                   when j.attempts >= j.max_attempts then 'dead'
+                   else 'failed'
+               end,
+               attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
+               available_at = case
+                   when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
+                   when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
+                   when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
+                   else j.available_at
+               end,
+               result = case
+                   when u.outcome <> 'done' then j.result
+                   when octet_length(u.result::text) > t.max_payload_bytes
+                       then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
+                   else u.result
+               end,
+               -- retain_payload => false: the payload goes as the job becomes terminal
+               payload = case
+                   when t.retain_payload then j.payload
+                   when u.outcome in ('done', 'cancel')
+                     or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
+                   else j.payload
+               end,
+               last_error = coalesce(left(u.error, 2000), j.last_error),
+               lease_losses = 0,
+               locked_by = null,
+               locked_until = null,
+               updated_at = v_now
+          from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                      settle_many.errors, settle_many.delays, settle_many.results)
+                   as u(id, token, outcome, error, delay, result),
+               brooq.topic t
+         where j.id = u.id
+           and j.state = 'processing'
+           and j.locked_by = settle_many.worker
+           and j.lease_token = u.token
+           and t.name = j.topic
+        returning j.id, j.state;
+    else
+        return query
+        with dropped as (
+            -- retain_done => false: the job is done and gone (its result is not
+            -- stored, so not checked against max_payload_bytes)
+            delete from brooq.job j
+             using unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes)
+                       as u(id, token, outcome),
+                   brooq.topic t
+             where j.id = u.id
+               and j.state = 'processing'
+               and j.locked_by = settle_many.worker
+               and j.lease_token = u.token
+               and t.name = j.topic
+               and u.outcome = 'done' and not t.retain_done
+               and not exists (select from brooq.job_watch w where w.job_id = j.id)
+            returning j.id, 'done'::brooq.job_state as state
+        ),
+        kept as (
+            update brooq.job j
+               set state = case
+                       when u.outcome = 'done' then 'done'
+                       when u.outcome = 'cancel' then 'canceled'
+                       when u.outcome = 'preserve' then 'failed'
+                       when j.attempts >= j.max_attempts then 'dead'
+                       else 'failed'
+                   end,
+                   attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
+                   available_at = case
+                       when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
+                       when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
+                       when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
+                       else j.available_at
+                   end,
+                   result = case
+                       when u.outcome <> 'done' then j.result
+                       when octet_length(u.result::text) > t.max_payload_bytes
+                           then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
+                       else u.result
+                   end,
+                   payload = case
+                       when t.retain_payload then j.payload
+                       when u.outcome in ('done', 'cancel')
+                         or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
+                       else j.payload
+                   end,
+                   last_error = coalesce(left(u.error, 2000), j.last_error),
+                   lease_losses = 0,
+                   locked_by = null,
+                   locked_until = null,
+                   updated_at = v_now
+              from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                          settle_many.errors, settle_many.delays, settle_many.results)
+                       as u(id, token, outcome, error, delay, result),
+                   brooq.topic t
+             where j.id = u.id
+               and j.state = 'processing'
+               and j.locked_by = settle_many.worker
+               and j.lease_token = u.token
+               and t.name = j.topic
+               -- the rows of dropped, in the same snapshot: the two never meet
+               and not (u.outcome = 'done' and not t.retain_done
+                        and not exists (select from brooq.job_watch w where w.job_id = j.id))
+            returning j.id, j.state
+        )
+        select d.id, d.state from dropped d
+        union all
+        select k.id, k.state from kept k;
+    end if;
 
     -- Wake brooq.wait's waiters of the jobs this call made terminal (none watching,
     -- the usual case: one probe of an empty table, and no NOTIFY).

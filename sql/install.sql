@@ -117,6 +117,10 @@ create table brooq.topic (
     -- the longest a job may take across all its attempts, from its first claim;
     -- NULL = no limit (table_topic_add_max_execution)
     max_execution     interval,
+    -- retention policies (table_topic_add_retain): false = delete a job as it
+    -- settles done; false = clear (to 'null'::jsonb) the payload of a terminal job
+    retain_done       boolean     not null default true,
+    retain_payload    boolean     not null default true,
     constraint topic_pkey primary key (name),
     constraint topic_name_valid check (name ~ '^[a-z0-9._-]{1,128}$'),
     constraint topic_max_attempts_positive check (max_attempts between 1 and 1000),
@@ -188,6 +192,9 @@ create table brooq.job (
     -- order (table_job_add_group)
     group_key       text,
     group_seq       bigint,
+    -- the W3C trace context the job was enqueued under, NULL: none; beside the
+    -- payload, never inside it (table_job_add_trace_context)
+    trace_context   jsonb,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)
@@ -262,6 +269,8 @@ create type brooq.enqueued as (
 -- lease_token must be handed back to settle and heartbeat. execution_deadline and
 -- execution_left: when the topic's max_execution runs out for this job, and the
 -- time left at the claim (NULL: no max_execution; types_claimed_job_add_execution).
+-- trace_context: the W3C trace context the job was enqueued under
+-- (types_claimed_job_add_trace_context).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -273,7 +282,8 @@ create type brooq.claimed_job as (
     locked_until timestamptz,
     created_at   timestamptz,
     execution_deadline timestamptz,
-    execution_left     interval
+    execution_left     interval,
+    trace_context      jsonb
 );
 
 -- brooq.settle_many: the state a settled job was left in.
@@ -333,7 +343,8 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
 --                     max_payload_bytes, notify, max_lease, max_lease_losses,
---                     max_in_flight, rate, per, max_execution) -> brooq.topic
+--                     max_in_flight, rate, per, max_execution, retain_done,
+--                     retain_payload) -> brooq.topic
 --
 -- Creates a topic or sets all of its settings (idempotent). A declaration is the
 -- whole truth: a setting you leave out takes its default again. Does not change
@@ -373,6 +384,15 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 --                      when its attempts are spent. 1 second to 100 years, no
 --                      negative part; NULL (the default) = no limit. Read at each
 --                      claim: a new value applies to jobs already queued.
+--   retain_done        false: brooq.settle_many deletes a job in the very statement
+--                      that settles it done (its idempotency key is free again at
+--                      once); a job somebody waits on (brooq.watch) is kept, so the
+--                      waiter reads its fate. dead and canceled jobs stay until the
+--                      retention purges them. Default true.
+--   retain_payload     false: a job's payload becomes 'null'::jsonb when it becomes
+--                      terminal (done, dead or canceled: settle_many, cancel, reap's
+--                      poison pill); state, attempts, last_error and result stay.
+--                      Default true.
 --
 -- Returns: the topic row as stored.
 -- Errors:
@@ -381,12 +401,14 @@ revoke all on function brooq._backoff(interval, interval, integer) from public;
 -- Touches: inserts or updates one row of brooq.topic.
 
 -- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
--- max_lease_losses, before the flow limits and before max_execution (never
+-- max_lease_losses, before the flow limits, before max_execution and before the
+-- retention policies (never
 -- released; harmless where they do not exist).
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval);
 
 create or replace function brooq.declare_topic(
     name text,
@@ -401,7 +423,9 @@ create or replace function brooq.declare_topic(
     max_in_flight integer default null,
     rate integer default null,
     per interval default null,
-    max_execution interval default null)
+    max_execution interval default null,
+    retain_done boolean default true,
+    retain_payload boolean default true)
 returns brooq.topic
 language plpgsql
 security definer
@@ -416,7 +440,8 @@ begin
         or declare_topic.backoff_base is null or declare_topic.backoff_max is null
         or declare_topic.retention is null or declare_topic.max_payload_bytes is null
         or declare_topic.notify is null or declare_topic.max_lease is null
-        or declare_topic.max_lease_losses is null then
+        or declare_topic.max_lease_losses is null or declare_topic.retain_done is null
+        or declare_topic.retain_payload is null then
         raise exception 'brooq.declare_topic: arguments must not be NULL'
             using errcode = 'null_value_not_allowed',
                   hint = 'Leave an argument out to take its default.';
@@ -519,12 +544,13 @@ begin
 
     insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
                                   max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses, max_in_flight, rate, per, max_execution)
+                                  max_lease_losses, max_in_flight, rate, per, max_execution,
+                                  retain_done, retain_payload)
     values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
             declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
             declare_topic.notify, v_now, v_now, declare_topic.max_lease,
             declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
-            declare_topic.max_execution)
+            declare_topic.max_execution, declare_topic.retain_done, declare_topic.retain_payload)
     on conflict on constraint topic_pkey do update
         set max_attempts = excluded.max_attempts,
             backoff_base = excluded.backoff_base,
@@ -538,17 +564,19 @@ begin
             rate = excluded.rate,
             per = excluded.per,
             max_execution = excluded.max_execution,
+            retain_done = excluded.retain_done,
+            retain_payload = excluded.retain_payload,
             updated_at = excluded.updated_at
     returning t.* into v_topic;
     return v_topic;
 end
 $$;
 
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) is
-'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Errors: 22004 NULL argument, 22023 bad name or setting.';
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) is
+'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Retention policies: retain_done => false deletes a job as it settles done, retain_payload => false clears a terminal job''s payload. Errors: 22004 NULL argument, 22023 bad name or setting.';
 
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval) to brooq_admin;
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) to brooq_admin;
 
 -- change function_pause_topic
 
@@ -644,6 +672,9 @@ grant execute on function brooq.resume_topic(text) to brooq_admin;
 --   'lease lost 5 times in a row (max_lease_losses 5), the last of worker w
 --    expired at ...; job dead'
 -- This is the only way a job is dead without a failure on its last attempt.
+-- A topic declared with retain_payload => false loses the payload of a job reap
+-- makes dead (poison pill, or max_execution on the last attempt): 'null'::jsonb,
+-- as with any terminal job.
 --
 -- max_execution (issue 12): a lease that ran to the job's execution deadline
 -- (first_claimed_at + the topic's max_execution <= locked_until: claim and
@@ -693,7 +724,8 @@ begin
                coalesce(t.max_lease_losses, 5) as max_losses,
                t.max_execution,
                t.backoff_base,
-               t.backoff_max
+               t.backoff_max,
+               coalesce(t.retain_payload, true) as retain_payload
           from brooq.job j
           left join brooq.topic t on t.name = j.topic
          where j.locked_until < v_now
@@ -715,6 +747,12 @@ begin
                else v_now
            end,
            lease_losses = case when e.overdue then 0 else j.lease_losses + 1 end,
+           -- retain_payload => false: a job made dead keeps no payload
+           payload = case
+               when not e.retain_payload and (e.overdue and j.attempts >= j.max_attempts
+                                              or not e.overdue and e.poison) then 'null'::jsonb
+               else j.payload
+           end,
            last_error = case
                when e.overdue then format(
                    'max_execution %s exceeded (first claimed at %s, deadline %s); the attempt of worker %s was stopped%s',
@@ -740,249 +778,6 @@ comment on function brooq.reap(integer) is
 
 revoke all on function brooq.reap(integer) from public;
 grant execute on function brooq.reap(integer) to brooq_worker;
-
--- change function_purge
-
--- brooq.purge(batch_size) -> bigint
---
--- Deletes one batch of terminal jobs (done, dead, canceled) that have been
--- terminal for longer than their topic's retention; topics with retention 0 are
--- kept forever. Topic by topic (in name order), oldest first within each, at
--- most batch_size rows in all, taken with SKIP LOCKED so several purgers do not
--- wait for each other and each locks only the rows it deletes. Jobs in
--- pending, processing or failed are never deleted, however old. A deleted job's
--- idempotency key becomes free again.
---
--- Parameters:
---   batch_size  1 to 100000 (default 1000)
--- Returns: the number of jobs deleted (less than batch_size: nothing more is due).
--- Errors:
---   22004 null_value_not_allowed   batch_size is NULL
---   22023 invalid_parameter_value  batch_size out of range
--- Touches: deletes up to batch_size rows of brooq.job.
-create or replace function brooq.purge(batch_size integer default 1000)
-returns bigint
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-    v_now timestamptz := brooq._now();
-    v_deleted bigint := 0;
-    v_rows bigint;
-    v_topic text;
-    v_retention interval;
-begin
-    if purge.batch_size is null then
-        raise exception 'brooq.purge: batch_size must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Leave batch_size out for its default (1000).';
-    end if;
-    if purge.batch_size not between 1 and 100000 then
-        raise exception 'invalid batch_size %', purge.batch_size
-            using errcode = 'invalid_parameter_value',
-                  hint = 'batch_size must be between 1 and 100000.';
-    end if;
-
-    -- Topic by topic, each one's oldest due rows first: every statement locks only
-    -- the rows it deletes and skips those another purger holds.
-    for v_topic, v_retention in
-        select t.name, t.retention from brooq.topic t
-         where t.retention > interval '0'
-         order by t.name
-    loop
-        with due as (
-            select j.id
-              from brooq.job j
-             where j.topic = v_topic
-               and j.state in ('done', 'dead', 'canceled')
-               and j.updated_at < v_now - v_retention
-             order by j.updated_at
-             limit purge.batch_size - v_deleted
-               for update skip locked
-        )
-        delete from brooq.job j
-         using due
-         where j.id = due.id;
-        get diagnostics v_rows = row_count;
-        v_deleted := v_deleted + v_rows;
-        exit when v_deleted >= purge.batch_size;
-    end loop;
-    return v_deleted;
-end
-$$;
-
-comment on function brooq.purge(integer) is
-'Delete one batch of terminal jobs older than their topic''s retention (0 = keep forever); returns how many. Errors: 22004, 22023 bad batch_size.';
-
-revoke all on function brooq.purge(integer) from public;
-grant execute on function brooq.purge(integer) to brooq_admin;
-
--- brooq.purge_all(batch_size, max_batches)   (procedure)
---
--- Runs brooq.purge until a batch comes back short or max_batches batches ran,
--- committing after each batch, so locks are short and dead rows are spread out.
--- Call it outside an explicit transaction block: CALL brooq.purge_all();
--- A procedure that commits cannot be SECURITY DEFINER or carry SET, so it runs
--- with its caller's search_path, and pg_cron runs it as the role that scheduled
--- it (usually a superuser): every operator in it is written
--- OPERATOR(pg_catalog.x), so that nothing resolves through that path (a database
--- owner could otherwise plant evil.<(integer, integer) and run it as the
--- superuser). Its only SQL is the call of brooq.purge, which pins its path.
---
--- Parameters:
---   batch_size   passed to brooq.purge (default 1000)
---   max_batches  stop after this many batches; NULL = until done
--- Errors: as brooq.purge; 22023 when max_batches < 1.
-create or replace procedure brooq.purge_all(batch_size integer default 1000, max_batches integer default null)
-language plpgsql
-as $$
-declare
-    v_batches integer := 0;
-    v_deleted bigint;
-begin
-    if purge_all.max_batches operator(pg_catalog.<) 1 then
-        raise exception 'invalid max_batches %', purge_all.max_batches
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_batches must be at least 1, or NULL for no bound.';
-    end if;
-    loop
-        v_deleted := brooq.purge(purge_all.batch_size);
-        v_batches := v_batches operator(pg_catalog.+) 1;
-        commit;
-        exit when v_deleted operator(pg_catalog.<) purge_all.batch_size
-               or v_batches operator(pg_catalog.>=) coalesce(purge_all.max_batches, v_batches operator(pg_catalog.+) 1);
-    end loop;
-end
-$$;
-
-comment on procedure brooq.purge_all(integer, integer) is
-'Run brooq.purge batch after batch, committing each, until nothing is due (or max_batches). Errors: as purge; 22023 bad max_batches.';
-
-revoke all on procedure brooq.purge_all(integer, integer) from public;
-grant execute on procedure brooq.purge_all(integer, integer) to brooq_admin;
-
--- change function_schedule_maintenance
-
--- brooq.schedule_maintenance(reap_schedule, purge_schedule) -> setof brooq.maintenance_job
--- brooq.unschedule_maintenance() -> integer
---
--- Registers (idempotently: same names, schedules updated) or removes the two
--- pg_cron jobs that keep a queue clean with no worker running:
---   brooq_reap   select pg_catalog.count(*) from brooq.reap(10000)
---   brooq_purge  call brooq.purge_all()
--- They run as the owner of brooq, in this database, with the search_path of
--- that database and role: every name in their text is schema-qualified, so
--- nothing resolves through it (brooq.purge_all qualifies its operators too).
--- Deploying this change rewrites the commands of jobs registered before it.
--- pg_cron must be preloaded
--- (shared_preload_libraries = 'pg_cron') and created in this database, which must
--- be the one named by cron.database_name.
---
--- Parameters:
---   reap_schedule   a cron schedule (default every minute)
---   purge_schedule  a cron schedule (default every 10 minutes)
--- Returns: schedule -> (job_name, schedule, jobid) per job; unschedule -> how many
--- jobs were removed (0 when none was registered).
--- Errors:
---   55000 object_not_in_prerequisite_state  pg_cron is not installed here
---   22004 null_value_not_allowed            a NULL schedule
---   22023 invalid_parameter_value           a schedule longer than 100 characters, or
---                                           one pg_cron rejects (its error)
--- Touches: cron.job rows named brooq_reap and brooq_purge.
-create or replace function brooq._require_pg_cron()
-returns void
-language plpgsql
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-    if to_regnamespace('cron') is null then
-        raise exception 'pg_cron is not installed in database "%"', current_database()
-            using errcode = 'object_not_in_prerequisite_state',
-                  hint = 'Add pg_cron to shared_preload_libraries, set cron.database_name to this database, restart, then CREATE EXTENSION pg_cron.';
-    end if;
-end
-$$;
-
-comment on function brooq._require_pg_cron() is 'Private: raise 55000 unless pg_cron is installed in this database.';
-
-create or replace function brooq.schedule_maintenance(
-    reap_schedule text default '* * * * *',
-    purge_schedule text default '*/10 * * * *')
-returns setof brooq.maintenance_job
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-    if schedule_maintenance.reap_schedule is null or schedule_maintenance.purge_schedule is null then
-        raise exception 'brooq.schedule_maintenance: schedules must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Use unschedule_maintenance() to remove the jobs.';
-    end if;
-    if length(schedule_maintenance.reap_schedule) > 100 or length(schedule_maintenance.purge_schedule) > 100 then
-        raise exception 'invalid schedule "%...": longer than 100 characters',
-                left(case when length(schedule_maintenance.reap_schedule) > 100 then schedule_maintenance.reap_schedule
-                          else schedule_maintenance.purge_schedule end, 40)
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Give a cron schedule such as ''*/5 * * * *'' or ''30 seconds''.';
-    end if;
-    perform brooq._require_pg_cron();
-    return query
-    select 'brooq_reap', schedule_maintenance.reap_schedule,
-           cron.schedule('brooq_reap', schedule_maintenance.reap_schedule,
-                         'select pg_catalog.count(*) from brooq.reap(10000)')
-    union all
-    select 'brooq_purge', schedule_maintenance.purge_schedule,
-           cron.schedule('brooq_purge', schedule_maintenance.purge_schedule,
-                         'call brooq.purge_all()');
-end
-$$;
-
-create or replace function brooq.unschedule_maintenance()
-returns integer
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-    v_removed integer := 0;
-    v_name text;
-begin
-    perform brooq._require_pg_cron();
-    for v_name in
-        select c.jobname from cron.job c
-         where c.jobname in ('brooq_reap', 'brooq_purge') and c.username = current_user
-    loop
-        perform cron.unschedule(v_name);
-        v_removed := v_removed + 1;
-    end loop;
-    return v_removed;
-end
-$$;
-
--- Jobs registered by 0.1.0 ran 'select count(*) from ...', which resolves count
--- through the database's search_path: rewrite the command of every such job.
-do $$
-begin
-    if pg_catalog.to_regnamespace('cron') is not null then
-        perform cron.alter_job(c.jobid, command => 'select pg_catalog.count(*) from brooq.reap(10000)')
-           from cron.job c
-          where c.jobname = 'brooq_reap' and c.command = 'select count(*) from brooq.reap(10000)';
-    end if;
-end
-$$;
-
-comment on function brooq.schedule_maintenance(text, text) is
-'Register (idempotently) the pg_cron jobs brooq_reap and brooq_purge. Errors: 55000 pg_cron missing, 22004 NULL schedule, 22023 bad or overlong schedule.';
-comment on function brooq.unschedule_maintenance() is
-'Remove the pg_cron jobs brooq_reap and brooq_purge; returns how many were removed. Errors: 55000 pg_cron missing.';
-
-revoke all on function brooq._require_pg_cron() from public;
-revoke all on function brooq.schedule_maintenance(text, text) from public;
-revoke all on function brooq.unschedule_maintenance() from public;
-grant execute on function brooq.schedule_maintenance(text, text) to brooq_admin;
-grant execute on function brooq.unschedule_maintenance() to brooq_admin;
 
 -- change function_version
 
@@ -1285,6 +1080,13 @@ revoke all on table brooq.job_watch from public;
 --   preserve  -> failed, the charged attempt is given back (attempts - 1), retried
 --                after least(coalesce(delay, backoff_base), backoff_max); never dead.
 --   cancel    -> canceled.
+-- Retention policies of the job's topic (brooq.declare_topic):
+--   retain_done => false     a job settled done is deleted by this very statement
+--                            (reported as done all the same; its result is not
+--                            stored); a job somebody watches (brooq.watch) is
+--                            kept, so its waiter reads its fate.
+--   retain_payload => false  the payload becomes 'null'::jsonb when the job becomes
+--                            terminal (done, dead, canceled).
 -- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
 -- an outcome, so the job is no poison pill; see brooq.reap); errors[i], when given,
 -- becomes last_error (cut to 2000 characters).
@@ -1307,7 +1109,8 @@ revoke all on table brooq.job_watch from public;
 --                                  an unknown outcome, a missing or negative delay
 --   54000 program_limit_exceeded   more than 10,000 jobs; a result larger than its
 --                                  topic's max_payload_bytes (nothing is written)
--- Touches: updates up to cardinality(job_ids) rows of brooq.job.
+-- Touches: updates (or, retain_done => false, deletes) up to cardinality(job_ids)
+-- rows of brooq.job.
 create or replace function brooq.settle_many(
     worker text,
     job_ids bigint[],
@@ -1376,43 +1179,124 @@ begin
                   hint = 'Settle each job once per call.';
     end if;
 
-    return query
-    update brooq.job j
-       set state = case
-               when u.outcome = 'done' then 'done'
-               when u.outcome = 'cancel' then 'canceled'
-               when u.outcome = 'preserve' then 'failed'
-               when j.attempts >= j.max_attempts then 'dead'
-               else 'failed'
-           end,
-           attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
-           available_at = case
-               when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
-               when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
-               when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
-               else j.available_at
-           end,
-           result = case
-               when u.outcome <> 'done' then j.result
-               when octet_length(u.result::text) > t.max_payload_bytes
-                   then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
-               else u.result
-           end,
-           last_error = coalesce(left(u.error, 2000), j.last_error),
-           lease_losses = 0,
-           locked_by = null,
-           locked_until = null,
-           updated_at = v_now
-      from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                  settle_many.errors, settle_many.delays, settle_many.results)
-               as u(id, token, outcome, error, delay, result),
-           brooq.topic t
-     where j.id = u.id
-       and j.state = 'processing'
-       and j.locked_by = settle_many.worker
-       and j.lease_token = u.token
-       and t.name = j.topic
-    returning j.id, j.state;
+    -- One statement either way. A topic declared with retain_done => false (none, as
+    -- a rule: one probe of brooq.topic tells) takes the second form, where the jobs
+    -- it settles done are deleted instead of updated: the two sub-statements touch
+    -- disjoint rows (a job somebody watches is updated, so its waiter reads it).
+    if not exists (select from brooq.topic t where not t.retain_done) then
+        return query
+        update brooq.job j
+           set state = case
+                   when u.outcome = 'done' then 'done'
+                   when u.outcome = 'cancel' then 'canceled'
+                   when u.outcome = 'preserve' then 'failed'
+                   when j.attempts >= j.max_attempts then 'dead'
+                   else 'failed'
+               end,
+               attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
+               available_at = case
+                   when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
+                   when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
+                   when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
+                   else j.available_at
+               end,
+               result = case
+                   when u.outcome <> 'done' then j.result
+                   when octet_length(u.result::text) > t.max_payload_bytes
+                       then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
+                   else u.result
+               end,
+               -- retain_payload => false: the payload goes as the job becomes terminal
+               payload = case
+                   when t.retain_payload then j.payload
+                   when u.outcome in ('done', 'cancel')
+                     or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
+                   else j.payload
+               end,
+               last_error = coalesce(left(u.error, 2000), j.last_error),
+               lease_losses = 0,
+               locked_by = null,
+               locked_until = null,
+               updated_at = v_now
+          from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                      settle_many.errors, settle_many.delays, settle_many.results)
+                   as u(id, token, outcome, error, delay, result),
+               brooq.topic t
+         where j.id = u.id
+           and j.state = 'processing'
+           and j.locked_by = settle_many.worker
+           and j.lease_token = u.token
+           and t.name = j.topic
+        returning j.id, j.state;
+    else
+        return query
+        with dropped as (
+            -- retain_done => false: the job is done and gone (its result is not
+            -- stored, so not checked against max_payload_bytes)
+            delete from brooq.job j
+             using unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes)
+                       as u(id, token, outcome),
+                   brooq.topic t
+             where j.id = u.id
+               and j.state = 'processing'
+               and j.locked_by = settle_many.worker
+               and j.lease_token = u.token
+               and t.name = j.topic
+               and u.outcome = 'done' and not t.retain_done
+               and not exists (select from brooq.job_watch w where w.job_id = j.id)
+            returning j.id, 'done'::brooq.job_state as state
+        ),
+        kept as (
+            update brooq.job j
+               set state = case
+                       when u.outcome = 'done' then 'done'
+                       when u.outcome = 'cancel' then 'canceled'
+                       when u.outcome = 'preserve' then 'failed'
+                       when j.attempts >= j.max_attempts then 'dead'
+                       else 'failed'
+                   end,
+                   attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
+                   available_at = case
+                       when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
+                       when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
+                       when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
+                       else j.available_at
+                   end,
+                   result = case
+                       when u.outcome <> 'done' then j.result
+                       when octet_length(u.result::text) > t.max_payload_bytes
+                           then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
+                       else u.result
+                   end,
+                   payload = case
+                       when t.retain_payload then j.payload
+                       when u.outcome in ('done', 'cancel')
+                         or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
+                       else j.payload
+                   end,
+                   last_error = coalesce(left(u.error, 2000), j.last_error),
+                   lease_losses = 0,
+                   locked_by = null,
+                   locked_until = null,
+                   updated_at = v_now
+              from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                          settle_many.errors, settle_many.delays, settle_many.results)
+                       as u(id, token, outcome, error, delay, result),
+                   brooq.topic t
+             where j.id = u.id
+               and j.state = 'processing'
+               and j.locked_by = settle_many.worker
+               and j.lease_token = u.token
+               and t.name = j.topic
+               -- the rows of dropped, in the same snapshot: the two never meet
+               and not (u.outcome = 'done' and not t.retain_done
+                        and not exists (select from brooq.job_watch w where w.job_id = j.id))
+            returning j.id, j.state
+        )
+        select d.id, d.state from dropped d
+        union all
+        select k.id, k.state from kept k;
+    end if;
 
     -- Wake brooq.wait's waiters of the jobs this call made terminal (none watching,
     -- the usual case: one probe of an empty table, and no NOTIFY).
@@ -1478,7 +1362,8 @@ grant execute on function brooq.settle(bigint, text, bigint, text, text, interva
 -- brooq.cancel(job_id) -> boolean
 --
 -- Cancels a job that is not finished: pending, failed or processing -> canceled,
--- lease cleared. A handler running it learns it from its next heartbeat (within
+-- lease cleared; the payload becomes 'null'::jsonb when the topic was declared
+-- with retain_payload => false. A handler running it learns it from its next heartbeat (within
 -- lease/3) and its settle writes nothing. A watched job (brooq.watch) wakes its
 -- waiters: NOTIFY brooq_settled, its id as payload.
 --
@@ -1503,6 +1388,12 @@ begin
     end if;
     update brooq.job j
        set state = 'canceled',
+           -- retain_payload => false: a terminal job keeps no payload
+           payload = case
+               when (select t.retain_payload from brooq.topic t where t.name = j.topic) is false
+                   then 'null'::jsonb
+               else j.payload
+           end,
            locked_by = null,
            locked_until = null,
            updated_at = brooq._now()
@@ -1691,7 +1582,8 @@ revoke all on table brooq.claim_window from public;
 --   lease     how long the jobs are held without a heartbeat; > 0, no negative
 --             part, at most the max_lease of every topic named (default 1 hour)
 --
--- Returns: the claimed jobs (zero rows when nothing is ready), in no set order.
+-- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
+-- with the trace context it was enqueued under (trace_context, NULL: none).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
@@ -1879,7 +1771,8 @@ begin
                   j.lease_token, j.locked_until, j.created_at,
                   j.first_claimed_at + v_execs[1],
                   case when v_execs[1] is not null
-                       then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end;
+                       then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end,
+                  j.trace_context;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -1962,7 +1855,8 @@ begin
                       j.lease_token, j.locked_until, j.created_at,
                       j.first_claimed_at + e.max_execution as execution_deadline,
                       case when e.max_execution is not null
-                           then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left
+                           then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left,
+                      j.trace_context
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)
@@ -1972,7 +1866,8 @@ begin
              group by c.topic, r.at
         )
         select c.id, c.topic, c.payload, c.attempts, c.max_attempts, c.priority, c.lease_token,
-               c.locked_until, c.created_at, c.execution_deadline, c.execution_left
+               c.locked_until, c.created_at, c.execution_deadline, c.execution_left,
+               c.trace_context
           from claimed c;
     end if;
 end
@@ -2122,10 +2017,67 @@ comment on table brooq.job_group is
 
 revoke all on table brooq.job_group from public;
 
+-- change private_trace_context
+
+-- brooq._trace_context(trace_context, caller) -> jsonb
+--
+-- Checks the W3C trace context a producer hands to brooq.enqueue or
+-- brooq.enqueue_many (OpenTelemetry's propagation format) and returns what to
+-- store in brooq.job.trace_context: NULL for NULL or '{}' (no context), else the
+-- object itself. The queue never reads it: the worker continues the trace from it.
+--
+-- Accepted: a JSON object with the key "traceparent", a string of the form
+-- VV-<32 lowercase hex>-<16 lowercase hex>-<2 lowercase hex> (version not ff,
+-- trace id and parent id not all zeros; 55 characters), and optionally the key
+-- "tracestate", a string of at most 512 characters. Nothing else (so at most
+-- ~620 bytes per job).
+--
+-- Errors:
+--   22023 invalid_parameter_value  anything else (the value is quoted, cut to 80
+--                                  characters); the caller names the function
+--
+-- Private: the security definer functions call it; no role may.
+create or replace function brooq._trace_context(trace_context jsonb, caller text)
+returns jsonb
+language plpgsql
+immutable
+parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_parent text := trace_context ->> 'traceparent';
+begin
+    if trace_context is null or trace_context = '{}'::jsonb then
+        return null;
+    end if;
+    if jsonb_typeof(trace_context) <> 'object'
+        or exists (select from jsonb_object_keys(trace_context) k
+                    where k not in ('traceparent', 'tracestate'))
+        or jsonb_typeof(trace_context -> 'traceparent') is distinct from 'string'
+        or v_parent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+        or left(v_parent, 2) = 'ff'
+        or substr(v_parent, 4, 32) = repeat('0', 32)
+        or substr(v_parent, 37, 16) = repeat('0', 16)
+        or (trace_context ? 'tracestate'
+            and (jsonb_typeof(trace_context -> 'tracestate') <> 'string'
+                 or length(trace_context ->> 'tracestate') > 512)) then
+        raise exception '%: trace_context % is not a W3C trace context', caller, left(trace_context::text, 80)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally "tracestate" (at most 512 characters), or NULL.';
+    end if;
+    return trace_context;
+end
+$$;
+
+comment on function brooq._trace_context(jsonb, text) is
+'Private: a W3C trace context checked for brooq.job.trace_context (NULL for NULL or {}). Errors: 22023 not a trace context.';
+
+revoke all on function brooq._trace_context(jsonb, text) from public;
+
 -- change function_enqueue
 
 -- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay,
---               group_key) -> setof brooq.enqueued (exactly one row)
+--               group_key, trace_context) -> setof brooq.enqueued (exactly one row)
 --
 -- Inserts one job in the caller's transaction: your own writes and the job
 -- commit or roll back together.
@@ -2148,6 +2100,10 @@ revoke all on table brooq.job_group from public;
 --                    A transaction that enqueues into several groups should do it
 --                    in key order (or use enqueue_many, which does): two that take
 --                    the same groups in opposite orders deadlock (40P01, retry).
+--   trace_context    the W3C trace context to carry in the job, beside the payload:
+--                    {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally
+--                    "tracestate" (at most 512 characters); claim hands it to the
+--                    worker. NULL or '{}' = none (see brooq._trace_context)
 --
 -- Returns: (id, created). A repeated key returns the existing job's id with
 -- created = false and writes nothing, also when the first enqueue is concurrent.
@@ -2164,14 +2120,15 @@ revoke all on table brooq.job_group from public;
 --   22023 invalid_parameter_value   key or group_key longer than 255 characters; available_at
 --                                   not finite or from 9999-12-31 on; delay negative
 --                                   or over 100 years; both available_at and delay
---                                   given; brooq.key_wait not a duration
+--                                   given; brooq.key_wait not a duration; a
+--                                   trace_context that is not a W3C trace context
 --   55P03 lock_not_available        another transaction's enqueue of the same key,
 --                                   or into the same group, stayed uncommitted
 --                                   longer than brooq.key_wait
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
 -- a group, inserts or updates its row of brooq.job_group.
 
--- 0.1.0's signature, without group_key (harmless where it does not exist).
+-- 0.1.0's signature, without group_key and trace_context (harmless where it does not exist).
 drop function if exists brooq.enqueue(text, jsonb, text, timestamptz, integer, interval);
 
 create or replace function brooq.enqueue(
@@ -2181,7 +2138,8 @@ create or replace function brooq.enqueue(
     available_at timestamptz default null,
     priority integer default 0,
     delay interval default null,
-    group_key text default null)
+    group_key text default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -2199,6 +2157,7 @@ declare
     v_lock_timeout text;
     v_group text := nullif(enqueue.group_key, '');
     v_seq bigint;
+    v_trace jsonb := brooq._trace_context(enqueue.trace_context, 'brooq.enqueue');
 begin
     if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
         raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
@@ -2248,9 +2207,10 @@ begin
 
     loop
         insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at, group_key, group_seq)
+                               available_at, created_at, updated_at, group_key, group_seq,
+                               trace_context)
         values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
-                v_at, v_now, v_now, v_group, v_seq)
+                v_at, v_now, v_now, v_group, v_seq, v_trace)
         on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
         returning id into v_id;
         exit when v_id is not null;
@@ -2277,16 +2237,17 @@ begin
 end
 $$;
 
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) is
-'Enqueue one job in the caller''s transaction, in an ordered group when group_key is given; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, group_key, time or delay, 55P03 the key or group held by an uncommitted transaction longer than brooq.key_wait.';
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) is
+'Enqueue one job in the caller''s transaction, in an ordered group when group_key is given; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, group_key, time, delay or trace_context, 55P03 the key or group held by an uncommitted transaction longer than brooq.key_wait.';
 
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text) to brooq_producer;
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) to brooq_producer;
 
 -- change function_enqueue_many
 
 -- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
---                    group_keys) -> setof brooq.enqueued, one row per payload, in input order
+--                    group_keys, trace_context)
+--   -> setof brooq.enqueued, one row per payload, in input order
 --
 -- The bulk path: enqueues many jobs of one topic in one call, in the caller's
 -- transaction. Same rules as brooq.enqueue, per element.
@@ -2299,7 +2260,8 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
 --                     '' elements = no key. A key repeated inside the batch gives
 --                     every occurrence the first one's id (created = false after
 --                     the first).
---   available_at, priority, delay   as in brooq.enqueue, for every job
+--   available_at, priority, delay, trace_context   as in brooq.enqueue, for every
+--                     job (one trace context for the batch: one producer span)
 --   group_keys        text[] of the same length, or NULL for no groups; NULL or ''
 --                     elements = no group (brooq.enqueue's group_key, per element).
 --                     The jobs of one group in the batch are ordered as in the
@@ -2320,7 +2282,8 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
 --   22023 invalid_parameter_value  an array of more than one dimension; keys or group
 --                                  keys array of another length; a key or group key
 --                                  too long; bad
---                                  available_at or delay; brooq.key_wait not a duration
+--                                  available_at or delay; brooq.key_wait not a duration;
+--                                  a trace_context that is not a W3C trace context
 --   55P03 lock_not_available       a key or group held by an uncommitted transaction
 --                                  longer than brooq.key_wait
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
@@ -2336,7 +2299,8 @@ create or replace function brooq.enqueue_many(
     available_at timestamptz default null,
     priority integer default 0,
     delay interval default null,
-    group_keys text[] default null)
+    group_keys text[] default null,
+    trace_context jsonb default null)
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -2358,6 +2322,7 @@ declare
     v_lock_timeout text;
     v_groups text[];   -- per payload: its group ('' made NULL), or NULL for no groups at all
     v_seqs bigint[];   -- per payload: its group_seq
+    v_trace jsonb := brooq._trace_context(enqueue_many.trace_context, 'brooq.enqueue_many');
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -2471,9 +2436,9 @@ begin
         -- insert, without ON CONFLICT's speculative insertion of every row (about
         -- 15% of a batch's time) and without reading the ids back.
         insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                               available_at, created_at, updated_at, group_key, group_seq)
+                               available_at, created_at, updated_at, group_key, group_seq, trace_context)
         select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-               null, v_at, v_now, v_now, u.group_key, u.group_seq
+               null, v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
           from unnest(v_ids, enqueue_many.payloads, v_groups, v_seqs) as u(id, payload, group_key, group_seq);
         v_created := v_ids;
         v_out := v_ids;
@@ -2484,9 +2449,9 @@ begin
         perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
         with inserted as (
             insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                   available_at, created_at, updated_at, group_key, group_seq)
+                                   available_at, created_at, updated_at, group_key, group_seq, trace_context)
             select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                   nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq
+                   nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
               from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_groups, v_seqs)
                    as u(id, payload, key, group_key, group_seq)
              -- In key order, so that concurrent batches with overlapping keys wait for
@@ -2512,9 +2477,9 @@ begin
             -- jobs now and read again, as brooq.enqueue does.
             with inserted as (
                 insert into brooq.job (id, topic, payload, priority, max_attempts, idempotency_key,
-                                       available_at, created_at, updated_at, group_key, group_seq)
+                                       available_at, created_at, updated_at, group_key, group_seq, trace_context)
                 select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts,
-                       nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq
+                       nullif(u.key, ''), v_at, v_now, v_now, u.group_key, u.group_seq, v_trace
                   from unnest(v_ids, enqueue_many.payloads, enqueue_many.idempotency_keys, v_out, v_groups, v_seqs)
                        as u(id, payload, key, got, group_key, group_seq)
                  where u.got is null
@@ -2539,11 +2504,375 @@ begin
 end
 $$;
 
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) is
-'Enqueue many jobs of one topic in one call, in ordered groups when group_keys is given; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension), 55P03 (a key held too long, as enqueue).';
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
+'Enqueue many jobs of one topic in one call, in ordered groups when group_keys is given; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension; a bad trace_context), 55P03 (a key held too long, as enqueue).';
 
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) from public;
-grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[]) to brooq_producer;
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
+grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) to brooq_producer;
+
+-- change retention_stat
+
+-- brooq.retention_stat, the view brooq.retention_stats, brooq.purge_remainder()
+--
+-- brooq.retention_stat: what retention did, per topic. brooq.purge adds the jobs
+-- it deletes (one upsert per topic and batch, never on the claim or settle path);
+-- brooq.purge_all counts a remainder for each topic that still had jobs due when
+-- it stopped at max_batches. Counters since the row was created: they only grow
+-- (a Prometheus counter). Read through the view brooq.retention_stats.
+--
+-- Columns:
+--   topic          the topic
+--   deleted        terminal jobs deleted by purge (their retention had passed);
+--                  jobs deleted by retain_done => false or brooq.flush are not counted
+--   remainders     purge_all runs that stopped at max_batches with jobs of this
+--                  topic still due
+--   last_purge_at  when purge last deleted jobs of this topic
+create table brooq.retention_stat (
+    topic         text        not null,
+    deleted       bigint      not null default 0,
+    remainders    bigint      not null default 0,
+    last_purge_at timestamptz,
+    constraint retention_stat_pkey primary key (topic),
+    constraint retention_stat_counts_not_negative check (deleted >= 0 and remainders >= 0)
+);
+
+comment on table brooq.retention_stat is
+'Jobs deleted by retention and purge_all remainders, per topic (private: written by brooq.purge and brooq.purge_all; read brooq.retention_stats).';
+
+revoke all on table brooq.retention_stat from public;
+
+-- brooq.retention_stats: one row per declared topic, its retention setting and
+-- the counters of brooq.retention_stat (0 before the first purge). Readable by
+-- the worker (its metrics export brooq_retention_deleted_total and
+-- brooq_retention_remainder_total) and the admin.
+create or replace view brooq.retention_stats as
+select t.name as topic,
+       t.retention,
+       coalesce(s.deleted, 0) as deleted,
+       coalesce(s.remainders, 0) as remainders,
+       s.last_purge_at
+  from brooq.topic t
+  left join brooq.retention_stat s on s.topic = t.name;
+
+comment on view brooq.retention_stats is
+'Per topic: jobs deleted by retention (purge) and purge_all runs that left jobs of the topic due (remainders).';
+
+revoke all on brooq.retention_stats from public;
+grant select on brooq.retention_stats to brooq_worker, brooq_admin;
+
+-- brooq.purge_remainder() -> text[]
+--
+-- Called by brooq.purge_all when it stops at max_batches (an admin may call it
+-- too): the topics (in name order) that still have terminal jobs past their
+-- retention, each counted once more in brooq.retention_stat.remainders; an empty
+-- array when nothing is due (nothing counted). One index probe
+-- (job_terminal_idx) per topic with a retention.
+-- Errors: none.
+-- Touches: upserts rows of brooq.retention_stat.
+create or replace function brooq.purge_remainder()
+returns text[]
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_topics text[];
+begin
+    select array_agg(t.name order by t.name) into v_topics
+      from brooq.topic t
+     where t.retention > interval '0'
+       and exists (select from brooq.job j
+                    where j.topic = t.name
+                      and j.state in ('done', 'dead', 'canceled')
+                      and j.updated_at < v_now - t.retention);
+    if v_topics is not null then
+        insert into brooq.retention_stat as s (topic, remainders)
+        select u.topic, 1 from unnest(v_topics) as u(topic)
+        on conflict on constraint retention_stat_pkey do update
+            set remainders = s.remainders + 1;
+    end if;
+    return coalesce(v_topics, '{}');
+end
+$$;
+
+comment on function brooq.purge_remainder() is
+'The topics that still have jobs due for purge, each counted once more as a remainder in brooq.retention_stats (purge_all calls it when it stops at max_batches).';
+
+revoke all on function brooq.purge_remainder() from public;
+grant execute on function brooq.purge_remainder() to brooq_admin;
+
+-- change function_purge
+
+-- brooq.purge(batch_size) -> bigint
+--
+-- Deletes one batch of terminal jobs (done, dead, canceled) that have been
+-- terminal for longer than their topic's retention; topics with retention 0 are
+-- kept forever. Topic by topic (in name order), oldest first within each, at
+-- most batch_size rows in all, taken with SKIP LOCKED so several purgers do not
+-- wait for each other and each locks only the rows it deletes. Jobs in
+-- pending, processing or failed are never deleted, however old. A deleted job's
+-- idempotency key becomes free again. The jobs deleted are added to the topic's
+-- row of brooq.retention_stat (brooq.retention_stats: deleted, last_purge_at).
+--
+-- Parameters:
+--   batch_size  1 to 100000 (default 1000)
+-- Returns: the number of jobs deleted (less than batch_size: nothing more is due).
+-- Errors:
+--   22004 null_value_not_allowed   batch_size is NULL
+--   22023 invalid_parameter_value  batch_size out of range
+-- Touches: deletes up to batch_size rows of brooq.job; upserts a row of
+-- brooq.retention_stat per topic it deleted jobs of.
+create or replace function brooq.purge(batch_size integer default 1000)
+returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_deleted bigint := 0;
+    v_rows bigint;
+    v_topic text;
+    v_retention interval;
+begin
+    if purge.batch_size is null then
+        raise exception 'brooq.purge: batch_size must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Leave batch_size out for its default (1000).';
+    end if;
+    if purge.batch_size not between 1 and 100000 then
+        raise exception 'invalid batch_size %', purge.batch_size
+            using errcode = 'invalid_parameter_value',
+                  hint = 'batch_size must be between 1 and 100000.';
+    end if;
+
+    -- Topic by topic, each one's oldest due rows first: every statement locks only
+    -- the rows it deletes and skips those another purger holds.
+    for v_topic, v_retention in
+        select t.name, t.retention from brooq.topic t
+         where t.retention > interval '0'
+         order by t.name
+    loop
+        with due as (
+            select j.id
+              from brooq.job j
+             where j.topic = v_topic
+               and j.state in ('done', 'dead', 'canceled')
+               and j.updated_at < v_now - v_retention
+             order by j.updated_at
+             limit purge.batch_size - v_deleted
+               for update skip locked
+        )
+        delete from brooq.job j
+         using due
+         where j.id = due.id;
+        get diagnostics v_rows = row_count;
+        if v_rows > 0 then
+            -- counted per topic for brooq.retention_stats (one upsert per topic and batch)
+            insert into brooq.retention_stat as s (topic, deleted, last_purge_at)
+            values (v_topic, v_rows, v_now)
+            on conflict on constraint retention_stat_pkey do update
+                set deleted = s.deleted + excluded.deleted,
+                    last_purge_at = excluded.last_purge_at;
+        end if;
+        v_deleted := v_deleted + v_rows;
+        exit when v_deleted >= purge.batch_size;
+    end loop;
+    return v_deleted;
+end
+$$;
+
+comment on function brooq.purge(integer) is
+'Delete one batch of terminal jobs older than their topic''s retention (0 = keep forever); returns how many. Errors: 22004, 22023 bad batch_size.';
+
+revoke all on function brooq.purge(integer) from public;
+grant execute on function brooq.purge(integer) to brooq_admin;
+
+-- brooq.purge_all(batch_size, max_batches)   (procedure)
+--
+-- Runs brooq.purge until a batch comes back short or max_batches batches ran,
+-- committing after each batch, so locks are short and dead rows are spread out.
+-- Bounded by default (100 batches of 1000: 100,000 jobs a run), so one run, the
+-- pg_cron job brooq_purge every 10 minutes say, cannot hog the database after a
+-- backlog built up: the rest waits for the next run. When it stops at
+-- max_batches with jobs still due, it says so: a WARNING
+--   brooq.purge_all: stopped after N batches (M jobs deleted); jobs still due in topics: a, b
+-- (SQLSTATE 01000, RAISE WARNING's own; pg_cron records it in cron.job_run_details only on failure,
+-- the server log has it) and one more remainder per topic in brooq.retention_stats.
+-- Call it outside an explicit transaction block: CALL brooq.purge_all();
+-- A procedure that commits cannot be SECURITY DEFINER or carry SET, so it runs
+-- with its caller's search_path, and pg_cron runs it as the role that scheduled
+-- it (usually a superuser): every operator in it is written
+-- OPERATOR(pg_catalog.x) and every function brooq.x or pg_catalog.x, so that
+-- nothing resolves through that path (a database owner could otherwise plant
+-- evil.<(integer, integer) and run it as the superuser).
+--
+-- Parameters:
+--   batch_size   passed to brooq.purge (default 1000)
+--   max_batches  stop after this many batches (default 100); NULL = until done
+-- Errors: as brooq.purge; 22023 when max_batches < 1.
+create or replace procedure brooq.purge_all(batch_size integer default 1000, max_batches integer default 100)
+language plpgsql
+as $$
+declare
+    v_batches integer := 0;
+    v_deleted bigint;
+    v_total bigint := 0;
+    v_topics text[];
+begin
+    if purge_all.max_batches operator(pg_catalog.<) 1 then
+        raise exception 'invalid max_batches %', purge_all.max_batches
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_batches must be at least 1, or NULL for no bound.';
+    end if;
+    loop
+        v_deleted := brooq.purge(purge_all.batch_size);
+        v_batches := v_batches operator(pg_catalog.+) 1;
+        v_total := v_total operator(pg_catalog.+) v_deleted;
+        commit;
+        exit when v_deleted operator(pg_catalog.<) purge_all.batch_size;
+        if v_batches operator(pg_catalog.>=) coalesce(purge_all.max_batches, v_batches operator(pg_catalog.+) 1) then
+            -- stopped by the bound with a full last batch: is anything still due?
+            v_topics := brooq.purge_remainder();
+            if pg_catalog.cardinality(v_topics) operator(pg_catalog.>) 0 then
+                raise warning 'brooq.purge_all: stopped after % batches (% jobs deleted); jobs still due in topics: %',
+                        v_batches, v_total, pg_catalog.left(pg_catalog.array_to_string(v_topics, ', '), 400)
+                    using hint = 'The next run goes on. To catch up sooner, raise max_batches or batch_size, or run purge_all more often.';
+            end if;
+            exit;
+        end if;
+    end loop;
+end
+$$;
+
+comment on procedure brooq.purge_all(integer, integer) is
+'Run brooq.purge batch after batch, committing each, until nothing is due or max_batches (default 100) ran; a WARNING (01000) and a remainder per topic in brooq.retention_stats when it stops with jobs still due. Errors: as purge; 22023 bad max_batches.';
+
+revoke all on procedure brooq.purge_all(integer, integer) from public;
+grant execute on procedure brooq.purge_all(integer, integer) to brooq_admin;
+
+-- change function_schedule_maintenance
+
+-- brooq.schedule_maintenance(reap_schedule, purge_schedule) -> setof brooq.maintenance_job
+-- brooq.unschedule_maintenance() -> integer
+--
+-- Registers (idempotently: same names, schedules updated) or removes the two
+-- pg_cron jobs that keep a queue clean with no worker running:
+--   brooq_reap   select pg_catalog.count(*) from brooq.reap(10000)
+--   brooq_purge  call brooq.purge_all()
+-- They run as the owner of brooq, in this database, with the search_path of
+-- that database and role: every name in their text is schema-qualified, so
+-- nothing resolves through it (brooq.purge_all qualifies its operators too).
+-- Deploying this change rewrites the commands of jobs registered before it.
+-- pg_cron must be preloaded
+-- (shared_preload_libraries = 'pg_cron') and created in this database, which must
+-- be the one named by cron.database_name.
+--
+-- Parameters:
+--   reap_schedule   a cron schedule (default every minute)
+--   purge_schedule  a cron schedule (default every 10 minutes)
+-- Returns: schedule -> (job_name, schedule, jobid) per job; unschedule -> how many
+-- jobs were removed (0 when none was registered).
+-- Errors:
+--   55000 object_not_in_prerequisite_state  pg_cron is not installed here
+--   22004 null_value_not_allowed            a NULL schedule
+--   22023 invalid_parameter_value           a schedule longer than 100 characters, or
+--                                           one pg_cron rejects (its error)
+-- Touches: cron.job rows named brooq_reap and brooq_purge.
+create or replace function brooq._require_pg_cron()
+returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if to_regnamespace('cron') is null then
+        raise exception 'pg_cron is not installed in database "%"', current_database()
+            using errcode = 'object_not_in_prerequisite_state',
+                  hint = 'Add pg_cron to shared_preload_libraries, set cron.database_name to this database, restart, then CREATE EXTENSION pg_cron.';
+    end if;
+end
+$$;
+
+comment on function brooq._require_pg_cron() is 'Private: raise 55000 unless pg_cron is installed in this database.';
+
+create or replace function brooq.schedule_maintenance(
+    reap_schedule text default '* * * * *',
+    purge_schedule text default '*/10 * * * *')
+returns setof brooq.maintenance_job
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if schedule_maintenance.reap_schedule is null or schedule_maintenance.purge_schedule is null then
+        raise exception 'brooq.schedule_maintenance: schedules must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Use unschedule_maintenance() to remove the jobs.';
+    end if;
+    if length(schedule_maintenance.reap_schedule) > 100 or length(schedule_maintenance.purge_schedule) > 100 then
+        raise exception 'invalid schedule "%...": longer than 100 characters',
+                left(case when length(schedule_maintenance.reap_schedule) > 100 then schedule_maintenance.reap_schedule
+                          else schedule_maintenance.purge_schedule end, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give a cron schedule such as ''*/5 * * * *'' or ''30 seconds''.';
+    end if;
+    perform brooq._require_pg_cron();
+    return query
+    select 'brooq_reap', schedule_maintenance.reap_schedule,
+           cron.schedule('brooq_reap', schedule_maintenance.reap_schedule,
+                         'select pg_catalog.count(*) from brooq.reap(10000)')
+    union all
+    select 'brooq_purge', schedule_maintenance.purge_schedule,
+           cron.schedule('brooq_purge', schedule_maintenance.purge_schedule,
+                         'call brooq.purge_all()');
+end
+$$;
+
+create or replace function brooq.unschedule_maintenance()
+returns integer
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_removed integer := 0;
+    v_name text;
+begin
+    perform brooq._require_pg_cron();
+    for v_name in
+        select c.jobname from cron.job c
+         where c.jobname in ('brooq_reap', 'brooq_purge') and c.username = current_user
+    loop
+        perform cron.unschedule(v_name);
+        v_removed := v_removed + 1;
+    end loop;
+    return v_removed;
+end
+$$;
+
+-- Jobs registered by 0.1.0 ran 'select count(*) from ...', which resolves count
+-- through the database's search_path: rewrite the command of every such job.
+do $$
+begin
+    if pg_catalog.to_regnamespace('cron') is not null then
+        perform cron.alter_job(c.jobid, command => 'select pg_catalog.count(*) from brooq.reap(10000)')
+           from cron.job c
+          where c.jobname = 'brooq_reap' and c.command = 'select count(*) from brooq.reap(10000)';
+    end if;
+end
+$$;
+
+comment on function brooq.schedule_maintenance(text, text) is
+'Register (idempotently) the pg_cron jobs brooq_reap and brooq_purge. Errors: 55000 pg_cron missing, 22004 NULL schedule, 22023 bad or overlong schedule.';
+comment on function brooq.unschedule_maintenance() is
+'Remove the pg_cron jobs brooq_reap and brooq_purge; returns how many were removed. Errors: 55000 pg_cron missing.';
+
+revoke all on function brooq._require_pg_cron() from public;
+revoke all on function brooq.schedule_maintenance(text, text) from public;
+revoke all on function brooq.unschedule_maintenance() from public;
+grant execute on function brooq.schedule_maintenance(text, text) to brooq_admin;
+grant execute on function brooq.unschedule_maintenance() to brooq_admin;
 
 -- change function_retry
 
@@ -3210,5 +3539,74 @@ grant execute on function brooq.schedule(text, text, text, jsonb, integer) to br
 grant execute on function brooq.unschedule(text) to brooq_admin;
 revoke all on brooq.schedules from public;
 grant select on brooq.schedules to brooq_worker, brooq_admin;
+
+-- change function_flush
+
+-- brooq.flush(topic, states) -> bigint
+--
+-- Deletes a topic's jobs in the given states, at once, whatever their age: by
+-- default the waiting ones (pending and failed: "flush"); with
+-- array['done', 'dead', 'canceled'] the finished ones, without waiting for the
+-- retention ("flush completed"). Never a processing job: a handler holds it (cancel
+-- it first, or let it finish). An admin's act. A deleted job's idempotency key is
+-- free again. One statement: it locks every row it deletes until the caller
+-- commits; a job claimed meanwhile is processing by then and is skipped. The jobs
+-- flushed are not counted in brooq.retention_stats (that is retention's).
+--
+-- Parameters:
+--   topic   a declared topic
+--   states  text[], a non-empty subset of pending, failed, done, dead, canceled
+--           (default array['pending', 'failed'])
+-- Returns: how many jobs were deleted.
+-- Errors:
+--   22004 null_value_not_allowed   topic or states is NULL
+--   42704 undefined_object         the topic was not declared
+--   22023 invalid_parameter_value  states empty, or holding NULL, processing or an
+--                                  unknown state
+-- Touches: deletes rows of brooq.job.
+create or replace function brooq.flush(topic text, states text[] default array['pending', 'failed'])
+returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_bad text;
+    v_count bigint;
+begin
+    if flush.topic is null or flush.states is null then
+        raise exception 'brooq.flush: topic and states must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Name a topic; leave states out for the waiting jobs (pending, failed).';
+    end if;
+    if not exists (select from brooq.topic t where t.name = flush.topic) then
+        raise exception 'topic "%" does not exist', left(flush.topic, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Name a declared topic: select topic from brooq.topic_stats.';
+    end if;
+    select coalesce(s.state, 'NULL') into v_bad
+      from unnest(flush.states) as s(state)
+     where s.state is null or s.state not in ('pending', 'failed', 'done', 'dead', 'canceled')
+     limit 1;
+    if found or cardinality(flush.states) = 0 then
+        raise exception 'cannot flush state "%"', left(coalesce(v_bad, ''), 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Flush pending and failed (waiting) or done, dead and canceled (finished) jobs; a processing job is held by a handler: cancel it first.';
+    end if;
+
+    delete from brooq.job j
+     where j.topic = flush.topic
+       and j.state = any(flush.states)
+       and j.state <> 'processing';
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+comment on function brooq.flush(text, text[]) is
+'Delete a topic''s jobs in the given states (default pending, failed; done, dead, canceled for "flush completed"), never processing ones; returns how many. Errors: 22004 NULL, 42704 unknown topic, 22023 bad or processing state.';
+
+revoke all on function brooq.flush(text, text[]) from public;
+grant execute on function brooq.flush(text, text[]) to brooq_admin;
 
 commit;

@@ -45,6 +45,9 @@ create table brooq.job (
     -- order (table_job_add_group)
     group_key       text,
     group_seq       bigint,
+    -- the W3C trace context the job was enqueued under, NULL: none; beside the
+    -- payload, never inside it (table_job_add_trace_context)
+    trace_context   jsonb,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)

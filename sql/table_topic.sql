@@ -24,6 +24,10 @@ create table brooq.topic (
     -- the longest a job may take across all its attempts, from its first claim;
     -- NULL = no limit (table_topic_add_max_execution)
     max_execution     interval,
+    -- retention policies (table_topic_add_retain): false = delete a job as it
+    -- settles done; false = clear (to 'null'::jsonb) the payload of a terminal job
+    retain_done       boolean     not null default true,
+    retain_payload    boolean     not null default true,
     constraint topic_pkey primary key (name),
     constraint topic_name_valid check (name ~ '^[a-z0-9._-]{1,128}$'),
     constraint topic_max_attempts_positive check (max_attempts between 1 and 1000),

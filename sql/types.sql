@@ -11,6 +11,8 @@ create type brooq.enqueued as (
 -- lease_token must be handed back to settle and heartbeat. execution_deadline and
 -- execution_left: when the topic's max_execution runs out for this job, and the
 -- time left at the claim (NULL: no max_execution; types_claimed_job_add_execution).
+-- trace_context: the W3C trace context the job was enqueued under
+-- (types_claimed_job_add_trace_context).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -22,7 +24,8 @@ create type brooq.claimed_job as (
     locked_until timestamptz,
     created_at   timestamptz,
     execution_deadline timestamptz,
-    execution_left     interval
+    execution_left     interval,
+    trace_context      jsonb
 );
 
 -- brooq.settle_many: the state a settled job was left in.

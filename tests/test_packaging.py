@@ -26,7 +26,9 @@ def test_the_dependencies_are_psycopg_alone_and_the_rest_are_extras() -> None:
     assert extras["binary"] == ["psycopg[binary]>=3.2"]
     assert extras["metrics"] == ["prometheus-client>=0.20"]
     assert extras["dashboard"] == ["starlette>=0.37", "uvicorn>=0.29"]
-    assert "brooq[binary,metrics,dashboard]" in extras["test"]  # .ci/bootstrap installs .[test]
+    assert extras["otel"] == ["opentelemetry-api>=1.20"]
+    assert "brooq[binary,metrics,dashboard,otel]" in extras["test"]  # .ci/bootstrap installs .[test]
+    assert "opentelemetry-sdk>=1.20" in extras["test"]  # the tests' in-memory span exporter
 
 
 def test_build_output_is_ignored_by_git() -> None:
@@ -78,3 +80,39 @@ def test_brooq_dashboard_without_starlette_says_how_to_get_it() -> None:
     """)
     assert done.returncode == 1
     assert "pip install 'brooq[dashboard]'" in done.stderr, done.stderr
+
+
+def test_a_worker_without_opentelemetry_imports_none_of_it(db: str) -> None:
+    """brooq.tracing looks for an application's opentelemetry in sys.modules and never
+    imports it: without brooq[otel] (here: its import made to fail), and even with it
+    installed but unused, enqueue and a whole worker run import nothing of it."""
+    for block in ("sys.modules['opentelemetry'] = None", "pass"):
+        done = python(f"""
+            import sys, threading
+            {block}
+            import brooq, psycopg
+            from datetime import timedelta
+            worker = brooq.Worker({db!r}, lease=timedelta(seconds=2),
+                                  poll_interval=timedelta(milliseconds=50))
+
+            @worker.handler("echo.otel")
+            def echo(job):
+                threading.Thread(target=worker.stop).start()
+                job.chain("echo.otel.next", {{}})
+                return job.payload
+
+            @worker.handler("echo.otel.next")
+            def nxt(job):
+                return None
+
+            worker.declare_topics()
+            with psycopg.connect({db!r}, autocommit=True) as conn:
+                job = brooq.enqueue(conn, "echo.otel", {{"n": 1}})
+                brooq.enqueue_many(conn, "echo.otel.next", [{{}}])
+                worker.run()
+                print(brooq.get_job(conn, job.id).state,
+                      sorted(m for m in sys.modules if m.startswith("opentelemetry")
+                             and sys.modules[m] is not None))
+        """)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split(None, 1) == ["done", "[]\n"], done.stdout

@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import class_row, scalar_row
 
-from brooq import queries
+from brooq import queries, tracing
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
 from brooq.producer import (
     Enqueued,
@@ -33,6 +33,7 @@ from brooq.producer import (
     enqueue_args,
     enqueue_many_args,
     key_busy,
+    trace_arg,
 )
 from brooq.waiting import wait_async as wait
 
@@ -45,15 +46,20 @@ async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None 
                   at: datetime | None = None, delay: timedelta | None = None,
                   priority: int = 0, group: str | None = None) -> Enqueued:
     """Enqueue one job in the caller's transaction; returns (id, created). See brooq.enqueue."""
-    try:
-        with mapped(PRODUCER, conn):
-            cur = conn.cursor(row_factory=class_row(Enqueued))
-            await cur.execute(queries.ENQUEUE, enqueue_args(topic, payload, key, at, delay, priority, group))
-            row = await cur.fetchone()
-    except KeyBusy as exc:
-        raise key_busy(topic, busy_what(key, group)) from exc.__cause__
-    assert row is not None  # brooq.enqueue returns exactly one row
-    return row
+    args = enqueue_args(topic, payload, key, at, delay, priority, group)
+
+    async def call(trace_context: dict[str, str] | None) -> Enqueued:
+        try:
+            with mapped(PRODUCER, conn):
+                cur = conn.cursor(row_factory=class_row(Enqueued))
+                await cur.execute(queries.ENQUEUE, [*args, trace_arg(trace_context)])
+                row = await cur.fetchone()
+        except KeyBusy as exc:
+            raise key_busy(topic, busy_what(key, group)) from exc.__cause__
+        assert row is not None  # brooq.enqueue returns exactly one row
+        return row
+
+    return await tracing.send_async(topic, "enqueue", None, call)
 
 
 async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
@@ -62,14 +68,18 @@ async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
                        groups: Sequence[str | None] | None = None) -> list[Enqueued]:
     """Enqueue many jobs of one topic in one statement; results in input order."""
     args = enqueue_many_args(topic, payloads, keys, at, delay, priority, groups)
-    try:
-        with mapped(PRODUCER, conn):
-            cur = conn.cursor(row_factory=class_row(Enqueued))
-            await cur.execute(queries.ENQUEUE_MANY, args)
-            return await cur.fetchall()
-    except KeyBusy as exc:
-        what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
-        raise key_busy(topic, what) from exc.__cause__
+
+    async def call(trace_context: dict[str, str] | None) -> list[Enqueued]:
+        try:
+            with mapped(PRODUCER, conn):
+                cur = conn.cursor(row_factory=class_row(Enqueued))
+                await cur.execute(queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)])
+                return await cur.fetchall()
+        except KeyBusy as exc:
+            what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
+            raise key_busy(topic, what) from exc.__cause__
+
+    return await tracing.send_async(topic, "enqueue_many", len(args[1]), call)
 
 
 async def declare_topic(conn: AsyncConn, name: str, *, max_attempts: int = 5,
@@ -80,13 +90,15 @@ async def declare_topic(conn: AsyncConn, name: str, *, max_attempts: int = 5,
                         max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1),
                         max_in_flight: int | None = None, rate: int | None = None,
                         per: timedelta | None = None,
-                        max_execution: timedelta | None = None) -> None:
+                        max_execution: timedelta | None = None, retain_done: bool = True,
+                        retain_payload: bool = True) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin). See
     brooq.declare_topic."""
     with mapped(ADMIN, conn):
         await conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
             name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution))
+            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
+            retain_done, retain_payload))
 
 
 async def cancel(conn: AsyncConn, job_id: int) -> bool:

@@ -41,6 +41,8 @@ class TopicHandler:
     rate: int | None = None
     per: timedelta | None = None
     max_execution: timedelta | None = None  # across all attempts of a job, None: no limit
+    retain_done: bool = True  # retention policies (brooq.declare_topic)
+    retain_payload: bool = True
 
 
 class Attempt:

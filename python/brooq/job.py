@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from brooq.tracing import current_context
+
 _LOCK = threading.Lock()  # guards every Canceled (set, callbacks, the lazily made event)
 
 
@@ -96,6 +98,7 @@ class Chained:
     delay: timedelta | None = None
     priority: int = 0
     group: str | None = None  # an ordered group (brooq.enqueue's group)
+    trace_context: dict[str, str] | None = None  # the attempt's span, when tracing is on
 
 
 class Job:
@@ -116,12 +119,14 @@ class Job:
         "reported",
         "reported_sent",
         "topic",
+        "trace_context",
     )
 
     def __init__(self, id: int, topic: str, payload: Any, attempt: int, max_attempts: int,
                  priority: int, lease_token: int, created_at: datetime,
                  execution_deadline: datetime | None = None,
-                 execution_left: timedelta | None = None) -> None:
+                 execution_left: timedelta | None = None,
+                 trace_context: dict[str, str] | None = None) -> None:
         self.id = id
         self.topic = topic
         self.payload = payload
@@ -134,6 +139,8 @@ class Job:
         # database's clock), and the time that was left at the claim
         self.execution_deadline = execution_deadline
         self.execution_left = execution_left
+        # the W3C trace context it was enqueued under (brooq.tracing), None: none
+        self.trace_context = trace_context
         # Made when first asked for: most jobs are never canceled nor chain anything, and
         # two objects fewer per job is ~10% of a no-op job's cost in the worker.
         self._canceled: Canceled | None = None
@@ -168,11 +175,13 @@ class Job:
         (``group``: its ordered group, as in brooq.enqueue).
 
         Nothing is enqueued when this attempt fails, retries, is canceled or loses
-        its lease.
+        its lease. With tracing on (brooq.tracing), the chained job carries this
+        attempt's trace context: its attempts join the same trace.
         """
         if self.chained is None:
             self.chained = []
-        self.chained.append(Chained(topic, payload, key, delay, priority, group))
+        self.chained.append(Chained(topic, payload, key, delay, priority, group,
+                                    current_context()))
 
     def progress(self, fraction: float | None = None, message: str | None = None) -> None:
         """Say how far the handler got: a fraction from 0 to 1, a short message, or both.

@@ -16,7 +16,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -70,6 +70,39 @@ class CountersCollector(Collector):
         yield from (busy, claimed, settled, lease_lost, hung)
 
 
+class RetentionCollector(Collector):
+    """What retention did per topic (brooq.retention_stats), as Prometheus counters: the
+    counts live in the database (brooq.purge and brooq.purge_all write them, from any
+    process or pg_cron), so every worker of a topic exports the same numbers; the
+    worker reads them with the depth gauges (stats_interval) and a scrape shows the
+    last reading."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, tuple[int, int]] = {}  # topic -> (deleted, remainders)
+
+    def collect(self) -> Iterator[Metric]:
+        deleted = CounterMetricFamily(
+            "brooq_retention_deleted",
+            "Terminal jobs deleted by retention (brooq.purge, purge_all), from brooq.retention_stats.",
+            labels=["topic"])
+        remainder = CounterMetricFamily(
+            "brooq_retention_remainder",
+            "purge_all runs that stopped at max_batches with jobs of the topic still due "
+            "(from brooq.retention_stats).", labels=["topic"])
+        for topic, (d, r) in list(self.counts.items()):
+            deleted.add_metric([topic], d)
+            remainder.add_metric([topic], r)
+        yield from (deleted, remainder)
+
+
+class RetentionRow(NamedTuple):
+    """One row of queries.RETENTION_STATS_OF."""
+
+    topic: str
+    deleted: int
+    remainders: int
+
+
 class Metrics:
     """The metric families of a worker, in their own registry. The per-topic counts
     (claimed, settled, lease lost, hung) and busy slots are read from the worker's Counters."""
@@ -77,6 +110,8 @@ class Metrics:
     def __init__(self, counters: Counters) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
         r.register(CountersCollector(counters))
+        self.retention = RetentionCollector()
+        r.register(self.retention)
         self.duration = Histogram("brooq_attempt_duration_seconds", "Run time of handlers.",
                                   ["topic"], buckets=DURATION_BUCKETS, registry=r)
         self.slots = Gauge("brooq_slots", "Concurrency of this worker.", registry=r)
@@ -99,9 +134,11 @@ class Metrics:
         for limit in HELD_BY:
             self.held.labels(topic, limit)
         self.oldest_ready_age.labels(topic)
+        self.retention.counts.setdefault(topic, (0, 0))
 
     def refresh_stats(self, conn: psycopg.Connection[Any], topics: list[str]) -> None:
-        """Set the depth and lag gauges of these topics from brooq.topic_stats."""
+        """Set the depth and lag gauges of these topics from brooq.topic_stats, and the
+        retention counters from brooq.retention_stats."""
         cur = conn.cursor(row_factory=class_row(TopicStats))
         for r in cur.execute(queries.TOPIC_STATS_OF, [topics]):
             self.jobs.labels(r.topic, "pending").set(r.pending)
@@ -111,6 +148,9 @@ class Metrics:
                 self.held.labels(r.topic, limit).set(getattr(r, f"held_by_{limit}"))
             age = r.oldest_ready_age
             self.oldest_ready_age.labels(r.topic).set(0.0 if age is None else age.total_seconds())
+        kept = conn.cursor(row_factory=class_row(RetentionRow))
+        for k in kept.execute(queries.RETENTION_STATS_OF, [topics]):
+            self.retention.counts[k.topic] = (k.deleted, k.remainders)
 
 
 class _Server(ThreadingHTTPServer):

@@ -13,8 +13,9 @@ from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.rows import class_row, scalar_row
+from psycopg.types.json import Jsonb
 
-from brooq import queries
+from brooq import queries, tracing
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
 from brooq.payload import jsonb
 
@@ -88,14 +89,24 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     committed (brooq.enqueue's group_key).
     """
     _sync(conn, "enqueue")
-    try:
-        with mapped(PRODUCER, conn):
-            row = conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE, enqueue_args(topic, payload, key, at, delay, priority, group)).fetchone()
-    except KeyBusy as exc:
-        raise key_busy(topic, busy_what(key, group)) from exc.__cause__
-    assert row is not None  # brooq.enqueue returns exactly one row
-    return row
+    args = enqueue_args(topic, payload, key, at, delay, priority, group)
+
+    def call(trace_context: dict[str, str] | None) -> Enqueued:
+        try:
+            with mapped(PRODUCER, conn):
+                row = conn.cursor(row_factory=class_row(Enqueued)).execute(
+                    queries.ENQUEUE, [*args, trace_arg(trace_context)]).fetchone()
+        except KeyBusy as exc:
+            raise key_busy(topic, busy_what(key, group)) from exc.__cause__
+        assert row is not None  # brooq.enqueue returns exactly one row
+        return row
+
+    return tracing.send(topic, "enqueue", None, call)
+
+
+def trace_arg(trace_context: dict[str, str] | None) -> Jsonb | None:
+    """The trace_context parameter of brooq.enqueue/enqueue_many (see brooq.tracing)."""
+    return None if trace_context is None else Jsonb(trace_context)
 
 
 def enqueue_args(topic: str, payload: Any, key: str | None, at: datetime | None,
@@ -123,10 +134,12 @@ def declare_topic_args(name: str, max_attempts: int, backoff_base: timedelta,
                        notify: bool, max_lease_losses: int, max_lease: timedelta,
                        max_in_flight: int | None = None, rate: int | None = None,
                        per: timedelta | None = None,
-                       max_execution: timedelta | None = None) -> list[Any]:
+                       max_execution: timedelta | None = None, retain_done: bool = True,
+                       retain_payload: bool = True) -> list[Any]:
     """The parameters of queries.DECLARE_TOPIC (shared with brooq.aio)."""
     return [name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution]
+            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
+            retain_done, retain_payload]
 
 
 def _sync(conn: Any, helper: str) -> None:
@@ -153,13 +166,17 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
     ``groups``: one ordered group per payload (None: no group), see enqueue."""
     _sync(conn, "enqueue_many")
     args = enqueue_many_args(topic, payloads, keys, at, delay, priority, groups)
-    try:
-        with mapped(PRODUCER, conn):
-            return conn.cursor(row_factory=class_row(Enqueued)).execute(
-                queries.ENQUEUE_MANY, args).fetchall()
-    except KeyBusy as exc:
-        what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
-        raise key_busy(topic, what) from exc.__cause__
+
+    def call(trace_context: dict[str, str] | None) -> list[Enqueued]:
+        try:
+            with mapped(PRODUCER, conn):
+                return conn.cursor(row_factory=class_row(Enqueued)).execute(
+                    queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)]).fetchall()
+        except KeyBusy as exc:
+            what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
+            raise key_busy(topic, what) from exc.__cause__
+
+    return tracing.send(topic, "enqueue_many", len(args[1]), call)
 
 
 def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
@@ -169,7 +186,8 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
                   max_payload_bytes: int = 1 << 20, notify: bool = True,
                   max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1),
                   max_in_flight: int | None = None, rate: int | None = None,
-                  per: timedelta | None = None, max_execution: timedelta | None = None) -> None:
+                  per: timedelta | None = None, max_execution: timedelta | None = None,
+                  retain_done: bool = True, retain_payload: bool = True) -> None:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin).
     ``max_lease_losses``: that many lease losses (reaps) of a job in a row, with no
     outcome written between, make it dead (a handler that kills its process).
@@ -180,12 +198,17 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
     (default one second).
     ``max_execution``: the longest a job may take across all its attempts, from its
     first claim (None: no limit); past it the attempt running is stopped and fails,
-    and so does every later one, until the attempts are spent."""
+    and so does every later one, until the attempts are spent.
+
+    Retention policies: ``retain_done=False`` deletes a job as it is settled done
+    (its idempotency key is free again); ``retain_payload=False`` clears the
+    payload (to JSON null) of a job that is done, dead or canceled."""
     _sync(conn, "declare_topic")
     with mapped(ADMIN, conn):
         conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
             name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution))
+            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
+            retain_done, retain_payload))
 
 
 def cancel(conn: Conn, job_id: int) -> bool:

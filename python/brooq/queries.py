@@ -24,7 +24,8 @@ ENQUEUE: LiteralString = """
 select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,
                      available_at => %s::timestamptz, priority => %s::integer,
-                     delay => %s::interval, group_key => %s::text)
+                     delay => %s::interval, group_key => %s::text,
+                     trace_context => %s::jsonb)
 """
 
 ENQUEUE_MANY: LiteralString = """
@@ -32,7 +33,7 @@ select id, created
   from brooq.enqueue_many(topic => %s::text, payloads => %s::jsonb[],
                           idempotency_keys => %s::text[], available_at => %s::timestamptz,
                           priority => %s::integer, delay => %s::interval,
-                          group_keys => %s::text[])
+                          group_keys => %s::text[], trace_context => %s::jsonb)
 """
 
 DECLARE_TOPIC: LiteralString = """
@@ -43,10 +44,18 @@ select name
                            notify => %s::boolean, max_lease_losses => %s::integer,
                            max_lease => %s::interval, max_in_flight => %s::integer,
                            rate => %s::integer, per => %s::interval,
-                           max_execution => %s::interval)
+                           max_execution => %s::interval,
+                           retain_done => %s::boolean, retain_payload => %s::boolean)
 """
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
+
+# Flush (admin): delete a topic's jobs in some states at once (`brooq flush`); the count
+# first, for the confirmation.
+FLUSH: LiteralString = "select brooq.flush(topic => %s::text, states => %s::text[])"
+FLUSH_COUNT: LiteralString = """
+select count(*) from brooq.jobs where topic = %s::text and state = any(%s::text[])
+"""
 
 # Re-drive (admin): a dead or canceled job back to pending; a topic's dead jobs in bulk.
 RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
@@ -98,6 +107,14 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
  where topic = any(%s::text[])
 """
 
+# What retention (brooq.purge, pg_cron's purge_all) did to these topics: counters kept
+# in the database, exported by the worker's metrics.
+RETENTION_STATS_OF: LiteralString = """
+select topic, deleted, remainders
+  from brooq.retention_stats
+ where topic = any(%s::text[])
+"""
+
 # Periodic jobs on pg_cron (admin); the view brooq.schedules (worker, admin).
 SCHEDULE: LiteralString = """
 select brooq.schedule(name => %s::text, cron => %s::text, topic => %s::text,
@@ -122,7 +139,7 @@ RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 
 CLAIM: LiteralString = """
 select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at,
-       execution_deadline, execution_left
+       execution_deadline, execution_left, trace_context
   from brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
                    lease => %s::interval)
 """

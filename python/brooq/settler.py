@@ -201,7 +201,9 @@ class Settler:
                     raise psycopg.Rollback()
                 for c in p.chained:
                     conn.execute(queries.ENQUEUE, [c.topic, Jsonb(to_json(c.payload), dumps=_identity),
-                                                   c.key, None, c.priority, c.delay, c.group])
+                                                   c.key, None, c.priority, c.delay, c.group,
+                                                   None if c.trace_context is None
+                                                   else Jsonb(c.trace_context)])
         except psycopg.Error as exc:
             if not refused(exc):
                 raise

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import psycopg
 
-from brooq import queries
+from brooq import queries, tracing
 from brooq._version import __version__
 from brooq.attempt import QUEUED, SKIPPED, STARTED, Attempt, TopicHandler
 from brooq.compat import check_schema
@@ -253,7 +253,8 @@ class Worker:
                 max_lease: timedelta = timedelta(hours=1),
                 max_in_flight: int | None = None, rate: int | None = None,
                 per: timedelta | None = None,
-                max_execution: timedelta | None = None) -> Callable[[F], F]:
+                max_execution: timedelta | None = None, retain_done: bool = True,
+                retain_payload: bool = True) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``topic``.
 
         The topic settings are declared in the database when the worker starts
@@ -269,6 +270,8 @@ class Worker:
         max_execution), and every later attempt fails at once without running the handler,
         until the attempts are spent. At start the worker refuses a ``timeout`` longer than
         the topic's max_execution as the database holds it.
+        ``retain_done=False`` deletes a job as it is settled done; ``retain_payload=False``
+        clears the payload of a job that is done, dead or canceled (see declare_topic).
         """
         if self._started:
             raise RuntimeError("register handlers before run()")
@@ -286,7 +289,7 @@ class Worker:
             self._handlers[topic] = TopicHandler(
                 topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
                 backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease,
-                max_in_flight, rate, per, max_execution)
+                max_in_flight, rate, per, max_execution, retain_done, retain_payload)
             self._counts.add_topic(topic)
             self.metrics.declare_topic(topic)
             self._durations[topic] = self.metrics.duration.labels(topic)
@@ -312,7 +315,8 @@ class Worker:
                       max_payload_bytes=h.max_payload_bytes, notify=h.notify,
                       max_lease_losses=h.max_lease_losses, max_lease=h.max_lease,
                       max_in_flight=h.max_in_flight, rate=h.rate, per=h.per,
-                      max_execution=h.max_execution)
+                      max_execution=h.max_execution,
+                      retain_done=h.retain_done, retain_payload=h.retain_payload)
 
     # --- control from other threads -----------------------------------------------
 
@@ -800,10 +804,15 @@ class Worker:
             self._waker.wake()
             return
         t0 = time.perf_counter()
-        try:
-            outcome = of_return(att.handler.fn(att.job))
-        except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
-            outcome = self._failed(att, exc)
+        tracer = tracing.tracer()  # None unless the application set up OpenTelemetry
+        if tracer is not None:
+            outcome = tracing.attempt(tracer, att.job, att.handler.fn,
+                                      lambda exc: self._failed(att, exc))
+        else:
+            try:
+                outcome = of_return(att.handler.fn(att.job))
+            except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
+                outcome = self._failed(att, exc)
         att.elapsed = time.perf_counter() - t0
         self._completions.append((att, outcome))
         self._waker.wake()
@@ -813,11 +822,16 @@ class Worker:
         att.task = asyncio.current_task()
         if att.cancel_requested and att.task is not None:
             att.task.cancel()  # told to stop before it started: CancelledError at its first await
-        try:
-            result: Awaitable[Any] = att.handler.fn(att.job)
-            outcome = of_return(await result)
-        except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
-            outcome = self._failed(att, exc)
+        tracer = tracing.tracer()
+        if tracer is not None:
+            outcome = await tracing.attempt_async(tracer, att.job, att.handler.fn,
+                                                  lambda exc: self._failed(att, exc))
+        else:
+            try:
+                result: Awaitable[Any] = att.handler.fn(att.job)
+                outcome = of_return(await result)
+            except BaseException as exc:  # noqa: BLE001 (a handler never kills the worker)
+                outcome = self._failed(att, exc)
         att.elapsed = time.perf_counter() - t0
         self._completions.append((att, outcome))
         self._waker.wake()

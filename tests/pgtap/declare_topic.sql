@@ -7,12 +7,12 @@ select plan(97);
 -- Structure -------------------------------------------------------------------
 
 select has_function('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer', 'integer', 'integer', 'interval', 'interval']);
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer', 'integer', 'integer', 'interval', 'interval', 'boolean', 'boolean']);
 select function_returns('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer', 'integer', 'integer', 'interval', 'interval'], 'brooq.topic',
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer', 'integer', 'integer', 'interval', 'interval', 'boolean', 'boolean'], 'brooq.topic',
     'declare_topic returns the stored topic row');
 select is_definer('brooq', 'declare_topic',
-    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer', 'integer', 'integer', 'interval', 'interval']);
+    array['text', 'integer', 'interval', 'interval', 'interval', 'integer', 'boolean', 'interval', 'integer', 'integer', 'integer', 'interval', 'interval', 'boolean', 'boolean']);
 select has_function('brooq', 'pause_topic', array['text']);
 select has_function('brooq', 'resume_topic', array['text']);
 select function_returns('brooq', 'pause_topic', array['text'], 'boolean');

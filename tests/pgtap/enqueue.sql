@@ -5,10 +5,10 @@ select plan(60);
 
 -- Structure -------------------------------------------------------------------
 
-select has_function('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text']);
-select function_returns('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text'],
+select has_function('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text', 'jsonb']);
+select function_returns('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text', 'jsonb'],
     'setof brooq.enqueued', 'enqueue returns setof brooq.enqueued');
-select is_definer('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text']);
+select is_definer('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text', 'jsonb']);
 
 -- Behaviour: the new job -----------------------------------------------------------
 

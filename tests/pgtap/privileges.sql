@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(215);
+select plan(229);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -21,11 +21,11 @@ select isnt_member_of('brooq_producer', array['brooq_worker'], 'brooq_worker is 
 
 create temp table matrix (routine regprocedure, producer boolean, worker boolean, admin boolean) on commit drop;
 insert into matrix values
-    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval)', false, false, true),
+    ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)', false, false, true),
     ('brooq.pause_topic(text)', false, false, true),
     ('brooq.resume_topic(text)', false, false, true),
-    ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text)', true, false, true),
-    ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[])', true, false, true),
+    ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb)', true, false, true),
+    ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)', true, false, true),
     ('brooq.claim(text, text[], integer, interval)', false, true, true),
     ('brooq.settle(bigint, text, bigint, text, text, interval, jsonb)', false, true, true),
     ('brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[])', false, true, true),
@@ -44,6 +44,8 @@ insert into matrix values
     ('brooq._schedule_tick_at(text, timestamptz)', false, false, false),
     ('brooq.purge(integer)', false, false, true),
     ('brooq.purge_all(integer, integer)', false, false, true),
+    ('brooq.purge_remainder()', false, false, true),
+    ('brooq.flush(text, text[])', false, false, true),
     ('brooq.schedule_maintenance(text, text)', false, false, true),
     ('brooq.unschedule_maintenance()', false, false, true),
     ('brooq.version()', true, true, true),
@@ -53,7 +55,8 @@ insert into matrix values
     ('brooq._set_paused(text, boolean)', false, false, false),
     ('brooq._require_pg_cron()', false, false, false),
     ('brooq._duration_ok(interval)', false, false, false),
-    ('brooq._result_too_large(bigint, integer, integer, text)', false, false, false);
+    ('brooq._result_too_large(bigint, integer, integer, text)', false, false, false),
+    ('brooq._trace_context(jsonb, text)', false, false, false);
 
 select set_eq($$ select oid::regprocedure::text from pg_proc where pronamespace = 'brooq'::regnamespace $$,
     $$ select routine::text from matrix $$, 'the matrix covers every routine in schema brooq');
@@ -77,6 +80,8 @@ select table_privs_are('brooq', 'in_flight', 'brooq_worker', array['SELECT'], 'b
 select table_privs_are('brooq', 'topic_stats', 'brooq_admin', array['SELECT'], 'brooq_admin may only read topic_stats');
 select table_privs_are('brooq', 'topic_stats', 'brooq_producer', array[]::text[], 'brooq_producer may not read topic_stats');
 select table_privs_are('brooq', 'in_flight', 'brooq_producer', array[]::text[], 'brooq_producer may not read in_flight');
+select table_privs_are('brooq', 'retention_stats', 'brooq_worker', array['SELECT'], 'brooq_worker may only read retention_stats');
+select table_privs_are('brooq', 'retention_stats', 'brooq_producer', array[]::text[], 'brooq_producer may not read retention_stats');
 select is((select count(*)::int from pg_class c, aclexplode(c.relacl) a
             where c.relnamespace = 'brooq'::regnamespace and a.grantee = 0), 0, 'PUBLIC has no privilege on any brooq relation');
 select sequence_privs_are('brooq', 'job_id_seq', 'brooq_producer', array[]::text[], 'brooq_producer has no right on the id sequence');

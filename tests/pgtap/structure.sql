@@ -7,10 +7,10 @@ select plan(72);
 -- Structure -------------------------------------------------------------------
 
 select has_schema('brooq');
-select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'job_group', 'schedule'],
-    'brooq has exactly the tables topic, job, job_watch, claim_window, job_group and schedule');
-select views_are('brooq', array['topic_stats', 'in_flight', 'jobs', 'schedules'],
-    'brooq has exactly the views topic_stats, in_flight, jobs and schedules');
+select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'job_group', 'schedule', 'retention_stat'],
+    'brooq has exactly the tables topic, job, job_watch, claim_window, job_group, schedule and retention_stat');
+select views_are('brooq', array['topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats'],
+    'brooq has exactly the views topic_stats, in_flight, jobs, schedules and retention_stats');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check'],
     'brooq has exactly its named row types and the state domain');
 select domains_are('brooq', array['job_state'], 'brooq has the one domain job_state');
@@ -24,7 +24,7 @@ select is(
 select columns_are('brooq', 'topic',
     array['name', 'max_attempts', 'backoff_base', 'backoff_max', 'retention', 'max_payload_bytes',
           'notify', 'paused', 'created_at', 'updated_at', 'max_lease', 'max_lease_losses',
-          'max_in_flight', 'rate', 'per', 'max_execution']);
+          'max_in_flight', 'rate', 'per', 'max_execution', 'retain_done', 'retain_payload']);
 select has_pk('brooq', 'topic', 'topic has a primary key');
 select col_is_pk('brooq', 'topic', 'name', 'topic is keyed by name');
 select col_type_is('brooq', 'topic', 'backoff_base', 'interval', 'backoff_base is an interval');
@@ -41,7 +41,8 @@ select set_eq(
 select columns_are('brooq', 'job',
     array['id', 'topic', 'payload', 'state', 'priority', 'attempts', 'max_attempts', 'idempotency_key',
           'available_at', 'created_at', 'updated_at', 'locked_by', 'locked_until', 'lease_token',
-          'last_error', 'result', 'lease_losses', 'progress', 'first_claimed_at', 'group_key', 'group_seq']);
+          'last_error', 'result', 'lease_losses', 'progress', 'first_claimed_at', 'group_key', 'group_seq',
+          'trace_context']);
 select col_is_pk('brooq', 'job', 'id', 'job is keyed by id');
 select col_type_is('brooq', 'job', 'id', 'bigint', 'job ids are bigint');
 select col_type_is('brooq', 'job', 'payload', 'jsonb', 'the payload is jsonb');
@@ -112,7 +113,7 @@ select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a
       where a.attrelid = (select typrelid from pg_type where oid = 'brooq.claimed_job'::regtype) and a.attnum > 0),
     array['id', 'topic', 'payload', 'attempt', 'max_attempts', 'priority', 'lease_token', 'locked_until', 'created_at',
-          'execution_deadline', 'execution_left'],
+          'execution_deadline', 'execution_left', 'trace_context'],
     'claimed_job carries lease_token under the name settle and heartbeat take');
 select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a

@@ -32,6 +32,7 @@ from brooq.redact import one_line
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
 if TYPE_CHECKING:
+    from brooq.partitions import PartitionedWorker
     from brooq.worker import Worker
 
 Connection = psycopg.Connection[tuple[Any, ...]]
@@ -225,6 +226,31 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"re-drove {count} {what} job{'' if count == 1 else 's'} of topic {args.dead}\n")
     if count == max_jobs:
         out.write(f"stopped at --max-jobs {max_jobs}: run it again for the rest\n")
+    return 0
+
+
+WAITING = ["pending", "failed"]  # what `brooq flush` deletes; --completed: the terminal states
+COMPLETED = ["done", "dead", "canceled"]
+
+
+def cmd_flush(args: argparse.Namespace, out: TextIO) -> int:
+    states = COMPLETED if args.completed else WAITING
+    what = "finished (done, dead, canceled)" if args.completed else "waiting (pending, failed)"
+    with connect(args) as conn, mapped(ADMIN, conn):
+        cur = conn.cursor(row_factory=scalar_row)
+        count = cur.execute(queries.FLUSH_COUNT, [args.topic, states]).fetchone() or 0
+        if count and not args.yes:
+            if not sys.stdin.isatty():
+                raise Failure(f"not flushing {count} {what} jobs of topic {args.topic[:200]} without "
+                              "a confirmation: stdin is not a terminal; pass --yes")
+            out.write(f"delete {count} {what} job{'' if count == 1 else 's'} of topic "
+                      f"{args.topic}? [y/N] ")
+            out.flush()
+            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                out.write("nothing flushed\n")
+                return 1
+        deleted = cur.execute(queries.FLUSH, [args.topic, states]).fetchone()
+    out.write(f"flushed {deleted} {what} job{'' if deleted == 1 else 's'} of topic {args.topic}\n")
     return 0
 
 
@@ -430,10 +456,17 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     # The options reach the brooq.Worker the module makes as it is imported: they win
     # over the values the module gives in code, and over BROOQ_* variables.
     given = {f.name: getattr(args, f.name, None) for f in config.SETTINGS}
+    if args.partition and not given["dsn"]:
+        given["dsn"] = args.partition[0]
     from brooq.worker import loading
 
     with config.command_line(given), loading(args.worker):
-        worker = load_worker(args.worker)
+        loaded = load_worker(args.worker)
+    worker: Worker | PartitionedWorker = loaded
+    if args.partition:  # one Worker per partition, the handlers shared (docs/scale-out.md)
+        from brooq.partitions import PartitionedWorker
+
+        worker = PartitionedWorker.of(loaded, args.partition)
     watch_parent(worker.stop)  # a child of --processes stops when its parent is gone
     mode = args.progress
     live = {"auto": None, "live": True, "log": False, "off": False}[mode]
@@ -592,6 +625,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("worker", metavar="MODULE:OBJECT",
                    help="a brooq.Worker, or a callable returning one (e.g. myapp.jobs:worker)")
     add_setting_options(p)
+    p.add_argument("--partition", action="append", metavar="DSN",
+                   help="work on this brooq partition (repeat for each; see docs/scale-out.md): "
+                        "one worker per partition, each with the settings given; --dsn is then "
+                        "unused")
     p.add_argument("--processes", type=positive_int, default=1, metavar="N",
                    help="run N worker processes under this one (one core each; SIGTERM stops "
                         "them all gracefully, one that dies is restarted; default 1)")
@@ -665,6 +702,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", type=instant, metavar="TIME",
                    help="with --dead: only jobs that died (or were canceled) at or after TIME (ISO 8601)")
     p.set_defaults(func=cmd_retry, parser=p)
+
+    p = sub.add_parser("flush", parents=[dsn],
+                       help="delete a topic's waiting jobs (pending, failed), or --completed ones")
+    p.add_argument("topic")
+    p.add_argument("--completed", action="store_true",
+                   help="the finished jobs instead (done, dead, canceled), without waiting for retention")
+    p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+    p.set_defaults(func=cmd_flush, parser=p)
 
     p = sub.add_parser("declare-topic", parents=[dsn], help="create a topic or set its settings")
     p.add_argument("name")

@@ -1,0 +1,16 @@
+-- Verify brooq_proxy:router on pg
+
+begin;
+
+select 'brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb)'::regprocedure,
+       'brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)'::regprocedure,
+       'brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)'::regprocedure,
+       'brooq.pause_topic(text)'::regprocedure,
+       'brooq.resume_topic(text)'::regprocedure,
+       'brooq.cancel(bigint)'::regprocedure,
+       'brooq.retry(bigint)'::regprocedure,
+       'brooq.job_fate(bigint)'::regprocedure,
+       'brooq_proxy.partition_topic_stats()'::regprocedure;
+select 'brooq.topic_stats'::regclass;
+
+rollback;

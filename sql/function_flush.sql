@@ -1,0 +1,66 @@
+-- brooq.flush(topic, states) -> bigint
+--
+-- Deletes a topic's jobs in the given states, at once, whatever their age: by
+-- default the waiting ones (pending and failed: "flush"); with
+-- array['done', 'dead', 'canceled'] the finished ones, without waiting for the
+-- retention ("flush completed"). Never a processing job: a handler holds it (cancel
+-- it first, or let it finish). An admin's act. A deleted job's idempotency key is
+-- free again. One statement: it locks every row it deletes until the caller
+-- commits; a job claimed meanwhile is processing by then and is skipped. The jobs
+-- flushed are not counted in brooq.retention_stats (that is retention's).
+--
+-- Parameters:
+--   topic   a declared topic
+--   states  text[], a non-empty subset of pending, failed, done, dead, canceled
+--           (default array['pending', 'failed'])
+-- Returns: how many jobs were deleted.
+-- Errors:
+--   22004 null_value_not_allowed   topic or states is NULL
+--   42704 undefined_object         the topic was not declared
+--   22023 invalid_parameter_value  states empty, or holding NULL, processing or an
+--                                  unknown state
+-- Touches: deletes rows of brooq.job.
+create or replace function brooq.flush(topic text, states text[] default array['pending', 'failed'])
+returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_bad text;
+    v_count bigint;
+begin
+    if flush.topic is null or flush.states is null then
+        raise exception 'brooq.flush: topic and states must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Name a topic; leave states out for the waiting jobs (pending, failed).';
+    end if;
+    if not exists (select from brooq.topic t where t.name = flush.topic) then
+        raise exception 'topic "%" does not exist', left(flush.topic, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Name a declared topic: select topic from brooq.topic_stats.';
+    end if;
+    select coalesce(s.state, 'NULL') into v_bad
+      from unnest(flush.states) as s(state)
+     where s.state is null or s.state not in ('pending', 'failed', 'done', 'dead', 'canceled')
+     limit 1;
+    if found or cardinality(flush.states) = 0 then
+        raise exception 'cannot flush state "%"', left(coalesce(v_bad, ''), 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Flush pending and failed (waiting) or done, dead and canceled (finished) jobs; a processing job is held by a handler: cancel it first.';
+    end if;
+
+    delete from brooq.job j
+     where j.topic = flush.topic
+       and j.state = any(flush.states)
+       and j.state <> 'processing';
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+comment on function brooq.flush(text, text[]) is
+'Delete a topic''s jobs in the given states (default pending, failed; done, dead, canceled for "flush completed"), never processing ones; returns how many. Errors: 22004 NULL, 42704 unknown topic, 22023 bad or processing state.';
+
+revoke all on function brooq.flush(text, text[]) from public;
+grant execute on function brooq.flush(text, text[]) to brooq_admin;

@@ -1,0 +1,380 @@
+"""The PL/Proxy router of proxy/ (docs/scale-out.md) over four partitions.
+
+Four brooq databases (clones of the session's template) are the partitions; a fifth
+database is the router, deployed by sqitch from proxy/. Every router function is
+called through the router and checked against what the partitions really hold.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from conftest import ROOT, Server, sqitch, sqitch_target
+
+PROXY = ROOT / "proxy"
+STRIDE = 48  # partition p hands out ids from p << 48 (proxy/deploy/cluster.sql)
+
+
+@dataclass
+class Cluster4:
+    router: str  # superuser DSN of the router database
+    parts: list[str]  # superuser DSNs of the partitions, in partition order
+    names: list[str]  # database names: the partitions, then the router
+
+    def holder(self, job_id: int) -> list[int]:
+        """The partitions whose brooq.job really holds this id."""
+        found = []
+        for number, dsn in enumerate(self.parts):
+            with psycopg.connect(dsn) as conn:
+                if conn.execute("select 1 from brooq.job where id = %s", (job_id,)).fetchone():
+                    found.append(number)
+        return found
+
+
+def connstr(server: Server, name: str) -> str:
+    info = psycopg.conninfo.conninfo_to_dict(server.dsn_for(name))
+    info.pop("user", None)  # PL/Proxy then connects as the caller (user=current_user)
+    return psycopg.conninfo.make_conninfo(**info)
+
+
+def build(server: Server, template_db: str, n: int) -> Cluster4:
+    with psycopg.connect(server.admin_dsn) as conn:
+        if conn.execute("select count(*) from pg_available_extensions where name = 'plproxy'"
+                        ).fetchone() != (1,):  # .ci/bootstrap installs it; another server may lack it
+            pytest.skip("PL/Proxy is not installed on the test server (postgresql-15-plproxy)")
+    tag = uuid.uuid4().hex[:8]
+    names = [f"brooq_part{i}_{tag}" for i in range(n)] + [f"brooq_router_{tag}"]
+    parts = [server.create_db(name, template=template_db) for name in names[:n]]
+    router = server.create_db(names[-1])
+    sqitch("deploy", "--verify", sqitch_target(router), cwd=PROXY)
+    with psycopg.connect(router, autocommit=True) as conn:
+        for number, name in enumerate(names[:n]):
+            got = conn.execute("select brooq_proxy.add_partition(%s)", (connstr(server, name),)).fetchone()
+            assert got == (number,)
+    return Cluster4(router, parts, names)
+
+
+@pytest.fixture(scope="module")
+def four(server: Server, template_db: str) -> Iterator[Cluster4]:
+    c = build(server, template_db, 4)
+    with psycopg.connect(c.router, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('mail')")
+    try:
+        yield c
+    finally:
+        for name in c.names:
+            server.drop_db(name)
+
+
+@pytest.fixture
+def router(four: Cluster4) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    with psycopg.connect(four.router, autocommit=True) as conn:
+        yield conn
+
+
+def test_sqitch_revert_and_deploy_again(server: Server, four: Cluster4) -> None:
+    name = f"brooq_router_again_{uuid.uuid4().hex[:8]}"
+    dsn = server.create_db(name)
+    try:
+        target = sqitch_target(dsn)
+        sqitch("deploy", "--verify", target, cwd=PROXY)
+        sqitch("revert", "-y", target, cwd=PROXY)
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("select count(*) from pg_namespace where nspname in "
+                                "('brooq', 'brooq_proxy', 'plproxy')").fetchone() == (0,)
+        sqitch("deploy", "--verify", target, cwd=PROXY)
+    finally:
+        server.drop_db(name)
+
+
+def test_add_partition_numbers_and_starts_the_ids(four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    rows = router.execute("select number, first_job_id from brooq_proxy.partitions order by number").fetchall()
+    assert rows == [(p, (p << STRIDE) + 1) for p in range(4)]
+    for p, dsn in enumerate(four.parts):
+        with psycopg.connect(dsn) as conn:  # a direct enqueue on partition p lands in its range
+            conn.execute("select brooq.declare_topic('direct')")
+            (jid,), = conn.execute("select id from brooq.enqueue('direct')").fetchall()
+            assert jid >> STRIDE == p
+    assert router.execute("select brooq_proxy.partition_of(%s)", ((3 << STRIDE) + 7,)).fetchone() == (3,)
+
+
+def test_add_partition_refuses_a_duplicate_and_foreign_ids(server: Server, template_db: str,
+                                                           four: Cluster4,
+                                                           router: psycopg.Connection[Any]) -> None:
+    with pytest.raises(psycopg.errors.UniqueViolation, match="already in the cluster"):
+        router.execute("select brooq_proxy.add_partition(%s)", (connstr(server, four.names[0]),))
+    with pytest.raises(psycopg.errors.NullValueNotAllowed):
+        router.execute("select brooq_proxy.add_partition('')")
+    # A database whose jobs have ids of partition 0 cannot become partition 4.
+    name = f"brooq_used_{uuid.uuid4().hex[:8]}"
+    dsn = server.create_db(name, template=template_db)
+    try:
+        with psycopg.connect(dsn) as conn:
+            conn.execute("select brooq.declare_topic('x')")
+            conn.execute("select brooq.enqueue('x')")
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="outside the range"):
+            router.execute("select brooq_proxy.add_partition(%s)", (connstr(server, name),))
+        assert router.execute("select count(*) from brooq_proxy.partition").fetchone() == (4,)
+    finally:
+        server.drop_db(name)
+
+
+def test_enqueue_without_key_spreads_and_the_id_finds_its_partition(
+        four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    ids = [router.execute("select id from brooq.enqueue('mail', %s)",
+                          (psycopg.types.json.Jsonb({"n": i}),)).fetchone()[0] for i in range(40)]
+    assert {i >> STRIDE for i in ids} == {0, 1, 2, 3}  # random: 4 * (3/4)^40 < 1e-4 to miss one
+    for jid in ids[:8]:
+        assert four.holder(jid) == [jid >> STRIDE]
+        (fate,) = router.execute("select id, topic, state, payload from brooq.job_fate(%s)", (jid,)).fetchall()
+        assert fate[:3] == (jid, "mail", "pending")
+    assert router.execute("select * from brooq.job_fate(%s)", ((2 << STRIDE) + 999_999,)).fetchall() == []
+
+
+def test_enqueue_idempotency_holds_across_partitions(four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    first = {k: router.execute("select id, created from brooq.enqueue('mail', '{}', %s)", (k,)).fetchone()
+             for k in (f"key-{i}" for i in range(24))}
+    assert all(created for _, created in first.values())
+    assert len({jid >> STRIDE for jid, _ in first.values()}) > 1  # the keys went to several partitions
+    for key, (jid, _) in first.items():
+        again = router.execute("select id, created from brooq.enqueue('mail', '{\"x\": 1}', %s)", (key,)).fetchone()
+        assert again == (jid, False)
+        assert four.holder(jid) == [jid >> STRIDE]
+    # enqueue_many meets the same keys on the same partitions, in input order.
+    keys = list(first)[:10] + ["fresh-a", "fresh-b"]
+    rows = router.execute("select id, created from brooq.enqueue_many('mail', %s::jsonb[], %s)",
+                          (["{}"] * len(keys), keys)).fetchall()
+    assert rows[:10] == [(first[k][0], False) for k in keys[:10]]
+    assert [created for _, created in rows[10:]] == [True, True]
+
+
+def test_enqueue_many_splits_by_partition_in_input_order(four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    payloads = [f'{{"n": {i}}}' for i in range(30)]
+    rows = router.execute("select id, created from brooq.enqueue_many('mail', %s::jsonb[])", (payloads,)).fetchall()
+    assert len(rows) == 30 and all(created for _, created in rows)
+    assert len({jid >> STRIDE for jid, _ in rows}) == 4
+    for n, (jid, _) in enumerate(rows):  # input order: row n is payload n
+        (payload,), = router.execute("select payload from brooq.job_fate(%s)", (jid,)).fetchall()
+        assert payload == {"n": n}
+    # a key repeated inside the batch: one job, as on one node
+    rows = router.execute("select id, created from brooq.enqueue_many('mail', %s::jsonb[], %s)",
+                          (["{}", "{}", "{}"], ["dup", None, "dup"])).fetchall()
+    assert rows[0][0] == rows[2][0] and [c for _, c in rows] == [True, True, False]
+    assert router.execute("select count(*) from brooq.enqueue_many('mail', '{}'::jsonb[])").fetchone() == (0,)
+
+
+def test_errors_keep_their_sqlstate_through_the_router(router: psycopg.Connection[Any]) -> None:
+    with pytest.raises(psycopg.errors.UndefinedObject, match='topic "nope" does not exist'):
+        router.execute("select brooq.enqueue('nope')")
+    with pytest.raises(psycopg.errors.NullValueNotAllowed):
+        router.execute("select brooq.enqueue_many('mail', null)")
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        router.execute("select brooq.enqueue_many('mail', array['{}']::jsonb[], array['a', 'b'])")
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        router.execute("select brooq.pause_topic('nope')")
+    with pytest.raises(psycopg.errors.NullValueNotAllowed):
+        router.execute("select brooq.cancel(null)")
+
+
+def test_declare_pause_resume_and_stats_on_every_partition(four: Cluster4,
+                                                            router: psycopg.Connection[Any]) -> None:
+    (name, attempts, paused), = router.execute(
+        "select name, max_attempts, paused from brooq.declare_topic('report', max_attempts => 3)").fetchall()
+    assert (name, attempts, paused) == ("report", 3, False)
+    for dsn in four.parts:
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("select max_attempts from brooq.topic where name = 'report'").fetchone() == (3,)
+    router.execute("select brooq.enqueue_many('report', %s::jsonb[])", (["{}"] * 20,))
+    assert router.execute("select brooq.pause_topic('report'), brooq.pause_topic('report')").fetchone() == (True, False)
+    for dsn in four.parts:
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("select paused from brooq.topic where name = 'report'").fetchone() == (True,)
+    stats = router.execute("select paused, pending, ready, partitions from brooq.topic_stats "
+                           "where topic = 'report'").fetchone()
+    assert stats == (True, 20, 20, 4)
+    per_part = router.execute("select partition_id, pending from brooq_proxy.partition_topic_stats() "
+                              "where topic = 'report' order by partition_id").fetchall()
+    assert [p for p, _ in per_part] == [0, 1, 2, 3] and sum(n for _, n in per_part) == 20
+    assert router.execute("select brooq.resume_topic('report')").fetchone() == (True,)
+    assert router.execute("select bool_or(paused) from brooq.topic_stats").fetchone() == (False,)
+
+
+def test_cancel_and_retry_go_to_the_partition_of_the_id(four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    ids = [r[0] for r in router.execute("select id from brooq.enqueue_many('mail', %s::jsonb[])",
+                                        (["{}"] * 12,)).fetchall()]
+    for jid in ids:
+        assert router.execute("select brooq.cancel(%s)", (jid,)).fetchone() == (True,)
+        assert router.execute("select brooq.cancel(%s)", (jid,)).fetchone() == (False,)
+        with psycopg.connect(four.parts[jid >> STRIDE]) as conn:
+            assert conn.execute("select state from brooq.job where id = %s", (jid,)).fetchone() == ("canceled",)
+    assert router.execute("select brooq.retry(%s)", (ids[0],)).fetchone() == (True,)
+    (state,), = router.execute("select state from brooq.job_fate(%s)", (ids[0],)).fetchall()
+    assert state == "pending"
+
+
+def test_privileges_are_those_of_a_single_node(server: Server, four: Cluster4) -> None:
+    tag = uuid.uuid4().hex[:6]
+    roles = {kind: f"proxy_{kind}_{tag}" for kind in ("producer", "worker", "admin")}
+    for kind, role in roles.items():
+        server.execute(sql.SQL("create role {} login in role {}").format(
+            sql.Identifier(role), sql.Identifier(f"brooq_{kind}")))
+    try:
+        def as_role(kind: str) -> psycopg.Connection[Any]:
+            return psycopg.connect(four.router, user=roles[kind], autocommit=True)
+
+        with as_role("producer") as conn:
+            (jid,), = conn.execute("select id from brooq.enqueue('mail')").fetchall()
+            conn.execute("select brooq.enqueue_many('mail', array['{}']::jsonb[])")
+            assert conn.execute("select state from brooq.job_fate(%s)", (jid,)).fetchone() == ("pending",)
+            for denied in ("select brooq.declare_topic('mail')", "select brooq.cancel(1)",
+                           "select * from brooq.topic_stats", "select * from brooq_proxy.partitions",
+                           "select brooq_proxy.add_partition('dbname=x')"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(denied)
+        with as_role("worker") as conn:
+            assert conn.execute("select count(*) from brooq.topic_stats").fetchone()[0] >= 1
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("select brooq.enqueue('mail')")
+        with as_role("admin") as conn:
+            assert conn.execute("select brooq.cancel(%s)", (jid,)).fetchone() == (True,)
+            conn.execute("select brooq.declare_topic('mail')")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("select brooq_proxy.add_partition('dbname=x')")
+    finally:
+        for role in roles.values():
+            server.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+# --- a worker over the partitions ------------------------------------------------------
+
+def states(dsn: str) -> dict[str, int]:
+    try:
+        with psycopg.connect(dsn, connect_timeout=2) as conn:
+            return dict(conn.execute("select state, count(*) from brooq.job group by state").fetchall())
+    except psycopg.OperationalError:
+        return {"unreachable": 1}
+
+
+def set_reachable(server: Server, name: str, reachable: bool) -> None:
+    server.execute(sql.SQL("alter database {} allow_connections {}").format(
+        sql.Identifier(name), sql.Literal(reachable)))
+    if not reachable:
+        server.execute(sql.SQL("select pg_terminate_backend(pid) from pg_stat_activity "
+                               "where datname = {} and pid <> pg_backend_pid()").format(sql.Literal(name)))
+
+
+def test_a_worker_drains_every_partition_while_one_is_down(server: Server, template_db: str,
+                                                           tmp_path: Path) -> None:
+    from worker_app import wait_for
+
+    c = build(server, template_db, 4)
+    log = tmp_path / "worker.log"
+    proc = None
+    try:
+        with psycopg.connect(c.router, autocommit=True) as r:
+            r.execute("select brooq.declare_topic('echo')")
+            ids = [row[0] for row in r.execute("select id from brooq.enqueue_many('echo', %s::jsonb[])",
+                                                (["{}"] * 200,)).fetchall()]
+        assert {i >> STRIDE for i in ids} == {0, 1, 2, 3}
+        set_reachable(server, c.names[3], False)  # down before the worker starts
+        with log.open("w") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "brooq.tools", "worker", "worker_app:from_env",
+                 *[a for dsn in c.parts for a in ("--partition", dsn)],
+                 "--concurrency", "2", "--lease", "3s", "--progress", "off"],
+                cwd=Path(__file__).parent, stdout=out, stderr=subprocess.STDOUT, text=True)
+        # partitions 0-2 drain while 3 is down
+        wait_for(lambda: all(states(dsn) == {"done": sum(1 for i in ids if i >> STRIDE == p)}
+                             for p, dsn in enumerate(c.parts[:3])),
+                 timeout=30, what="partitions 0-2 drained with partition 3 down")
+        assert proc.poll() is None, log.read_text()
+        set_reachable(server, c.names[3], True)
+        wait_for(lambda: states(c.parts[3]) == {"done": sum(1 for i in ids if i >> STRIDE == 3)},
+                 timeout=30, what="partition 3 drained once it is back")
+        # partition 1 goes away while the worker is connected to it, and comes back
+        set_reachable(server, c.names[1], False)
+        for p, dsn in enumerate(c.parts):
+            if p != 1:
+                with psycopg.connect(dsn) as conn:
+                    conn.execute("select brooq.enqueue_many('echo', %s::jsonb[])", (["{}"] * 10,))
+        wait_for(lambda: all(states(dsn).get("pending", 0) == 0 and states(dsn).get("processing", 0) == 0
+                             for p, dsn in enumerate(c.parts) if p != 1),
+                 timeout=30, what="the other partitions drained with partition 1 down")
+        set_reachable(server, c.names[1], True)
+        with psycopg.connect(c.parts[1]) as conn:
+            conn.execute("select brooq.enqueue_many('echo', %s::jsonb[])", (["{}"] * 10,))
+        wait_for(lambda: set(states(c.parts[1])) == {"done"}, timeout=30,
+                 what="partition 1 drained once it is back")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, log.read_text()
+        out = log.read_text()
+        assert "partition 3 unreachable" in out, out
+        assert "lost the database connection" in out, out
+        assert out.count("stopped, every job settled") == 4, out
+        with psycopg.connect(c.router) as r:
+            assert r.execute("select sum(pending + processing) from brooq.topic_stats").fetchone() == (0,)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        for name in c.names:
+            set_reachable(server, name, True)
+            server.drop_db(name)
+
+
+def test_the_python_helpers_work_against_the_router(router: psycopg.Connection[Any]) -> None:
+    import brooq
+
+    brooq.declare_topic(router, "py", max_attempts=2, max_execution=timedelta(hours=1))
+    one = brooq.enqueue(router, "py", {"a": 1}, key="k-py")
+    assert one.created and brooq.enqueue(router, "py", {"a": 2}, key="k-py") == (one.id, False)
+    many = brooq.enqueue_many(router, "py", [{"n": i} for i in range(8)])
+    assert len(many) == 8 and all(e.created for e in many)
+    assert brooq.cancel(router, many[0].id) is True
+    (py,) = [s for s in brooq.topic_stats(router) if s.topic == "py"]
+    assert (py.pending, py.paused) == (8, False)  # 9 enqueued, 1 canceled
+    with pytest.raises(brooq.UnknownTopic):
+        brooq.enqueue(router, "missing", {})
+
+
+def test_an_ordered_group_stays_on_one_partition(four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    one = [router.execute("select id from brooq.enqueue('mail', '{}', group_key => 'g-1')").fetchone()[0]
+           for _ in range(6)]
+    rows = router.execute("select id from brooq.enqueue_many('mail', %s::jsonb[], group_keys => %s)",
+                          (["{}"] * 8, ["g-1", "g-2"] * 4)).fetchall()
+    assert len({i >> STRIDE for i in one + [r[0] for r in rows[::2]]}) == 1  # group g-1: one partition
+    assert len({r[0] >> STRIDE for r in rows[1::2]}) == 1  # group g-2: one partition
+    (group,), = router.execute("select group_key from brooq.job_fate(%s)", (one[0],)).fetchall()
+    assert group == "g-1"
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        router.execute("select brooq.enqueue_many('mail', array['{}']::jsonb[], group_keys => array['a', 'b'])")
+
+
+def test_the_router_mirrors_the_node_signatures(four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    """A change of these functions' arguments in sql/ needs the same in proxy/deploy/router.sql
+    (a client that names the new argument would fail through the router)."""
+    query = ("select p.proname, pg_get_function_arguments(p.oid) from pg_proc p "
+             "where p.pronamespace = 'brooq'::regnamespace and p.proname = any(%s) order by 1")
+    names = ["enqueue", "enqueue_many", "declare_topic", "pause_topic", "resume_topic", "cancel", "retry"]
+    with psycopg.connect(four.parts[0]) as node:
+        expected = node.execute(query, (names,)).fetchall()
+    assert router.execute(query, (names,)).fetchall() == expected, "update proxy/deploy/router.sql"
+    topic_cols = ("select attname from pg_attribute where attrelid = 'brooq.topic'::regclass "
+                  "and attnum > 0 and not attisdropped order by attnum")
+    with psycopg.connect(four.parts[0]) as node:
+        node_cols = [r[0] for r in node.execute(topic_cols).fetchall()]
+    router_cols = [r[0] for r in router.execute(
+        "select attname from pg_attribute where attrelid = 'brooq.topic'::regclass::oid "
+        "and attnum > 0 order by attnum").fetchall()]
+    assert router_cols == node_cols, "update the type brooq.topic in proxy/deploy/router.sql"
