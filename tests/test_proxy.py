@@ -359,3 +359,22 @@ def test_an_ordered_group_stays_on_one_partition(four: Cluster4, router: psycopg
     assert group == "g-1"
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         router.execute("select brooq.enqueue_many('mail', array['{}']::jsonb[], group_keys => array['a', 'b'])")
+
+
+def test_the_router_mirrors_the_node_signatures(four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    """A change of these functions' arguments in sql/ needs the same in proxy/deploy/router.sql
+    (a client that names the new argument would fail through the router)."""
+    query = ("select p.proname, pg_get_function_arguments(p.oid) from pg_proc p "
+             "where p.pronamespace = 'brooq'::regnamespace and p.proname = any(%s) order by 1")
+    names = ["enqueue", "enqueue_many", "declare_topic", "pause_topic", "resume_topic", "cancel", "retry"]
+    with psycopg.connect(four.parts[0]) as node:
+        expected = node.execute(query, (names,)).fetchall()
+    assert router.execute(query, (names,)).fetchall() == expected, "update proxy/deploy/router.sql"
+    topic_cols = ("select attname from pg_attribute where attrelid = 'brooq.topic'::regclass "
+                  "and attnum > 0 and not attisdropped order by attnum")
+    with psycopg.connect(four.parts[0]) as node:
+        node_cols = [r[0] for r in node.execute(topic_cols).fetchall()]
+    router_cols = [r[0] for r in router.execute(
+        "select attname from pg_attribute where attrelid = 'brooq.topic'::regclass::oid "
+        "and attnum > 0 order by attnum").fetchall()]
+    assert router_cols == node_cols, "update the type brooq.topic in proxy/deploy/router.sql"

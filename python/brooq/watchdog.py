@@ -7,8 +7,8 @@ a pooler that hangs, a middlebox that blackholes one flow): the kernel acknowled
 every byte and every keepalive probe, and the loop would wait in recv() forever,
 its handlers running on leases nobody renews.
 
-The loop wraps each turn in ``guard(conn)``; a daemon thread (started on first use)
-shuts the connection's socket down when one guarded turn lasts longer than
+The loop wraps each turn in ``guard(conn)``; a daemon thread (started on first use,
+ended by stop() when the run ends) shuts the connection's socket down when one guarded turn lasts longer than
 ``limit`` seconds. The blocked call then fails like any lost connection, and the
 loop reconnects. Notice bound: ``limit`` plus one check period.
 """
@@ -39,13 +39,15 @@ class Watchdog:
         self._conn: psycopg.Connection[Any] | None = None
         self._since = 0.0
         self._thread: threading.Thread | None = None
+        self._quit = threading.Event()
 
     @contextlib.contextmanager
     def guard(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
         """One turn of the loop on ``conn``."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._watch, name=f"brooq-watchdog-{self.name}",
-                                            daemon=True)
+            self._quit = threading.Event()
+            self._thread = threading.Thread(target=self._watch, args=(self._quit,),
+                                            name=f"brooq-watchdog-{self.name}", daemon=True)
             self._thread.start()
         with self._lock:
             self._conn, self._since = conn, time.monotonic()
@@ -71,7 +73,13 @@ class Watchdog:
                     self.name, now - self._since)
         return True
 
-    def _watch(self) -> None:
-        while True:
-            time.sleep(self.period)
+    def stop(self) -> None:
+        """End the watching thread (a later guard() starts another)."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._quit.set()
+            thread.join(timeout=2 * self.period + 1.0)
+
+    def _watch(self, quit: threading.Event) -> None:
+        while not quit.wait(self.period):
             self.check(time.monotonic())

@@ -172,6 +172,27 @@ class Worker:
         self._max_execution: dict[str, timedelta | None] = {}  # read from the database at start
         self._lock = threading.Lock()
         self._waker = Waker()
+        self._started = False  # run() was called: no more handlers
+        self._active = False  # run() is running now
+        self._new_run()
+        self._reap_every = c.effective_reap_interval.total_seconds()
+        self._poll_every = c.poll_interval.total_seconds()
+        self._stats_every = c.stats_interval.total_seconds()
+        self._hung_grace = c.hung_grace.total_seconds()
+        self._concurrency = c.concurrency
+        self._prefetch = c.effective_prefetch  # 0 when a handler is async (see _start_services)
+        self._capacity = c.concurrency + self._prefetch  # jobs held: running plus prefetched
+        self._claim_half = max(1, self._capacity // 2)
+        self._queued = 0  # prefetched jobs no thread has started yet (under _lock)
+        self._pipeline = psycopg.Pipeline.is_supported()  # libpq >= 14
+        self._statement_timeout_ms = max(1000, int(c.lease.total_seconds() * 500))
+        # a turn with no answer for longer than a statement may take: a silent connection
+        self._watchdog = Watchdog(self.name, self._statement_timeout_ms / 1000 + 1.0)
+
+    def _new_run(self) -> None:
+        """The state of one run, fresh: at setup, and after each run so that a stopped
+        worker can run() again (its counters and metrics go on)."""
+        c = self.config
         self._completions: deque[tuple[Attempt, Outcome]] = deque()
         self._unconfirmed: deque[Attempt] = deque()  # prefetched, to confirm before they start
         self._running: set[Attempt] = set()
@@ -199,28 +220,26 @@ class Worker:
         self._stop_grace: timedelta | None = None
         self._stopping = False
         self._grace_deadline = 0.0
-        self._started = False
         self._started_at = 0.0
         self._last_tick = 0.0
-        self._closing = threading.Event()
+        self._closing = threading.Event()  # a new one: an old listener thread still sees its own
         self._pool: ThreadPool | None = None
         self._async: AsyncRunner | None = None
         self._listening: threading.Thread | None = None
         self._server: MetricsServer | None = None
         self._fatal: BaseException | None = None
-        self._reap_every = c.effective_reap_interval.total_seconds()
-        self._poll_every = c.poll_interval.total_seconds()
-        self._stats_every = c.stats_interval.total_seconds()
-        self._hung_grace = c.hung_grace.total_seconds()
-        self._concurrency = c.concurrency
-        self._prefetch = c.effective_prefetch  # 0 when a handler is async (see _start_services)
-        self._capacity = c.concurrency + self._prefetch  # jobs held: running plus prefetched
-        self._claim_half = max(1, self._capacity // 2)
-        self._queued = 0  # prefetched jobs no thread has started yet (under _lock)
-        self._pipeline = psycopg.Pipeline.is_supported()  # libpq >= 14
-        self._statement_timeout_ms = max(1000, int(c.lease.total_seconds() * 500))
-        # a turn with no answer for longer than a statement may take: a silent connection
-        self._watchdog = Watchdog(self.name, self._statement_timeout_ms / 1000 + 1.0)
+
+    def _leave_run(self) -> None:
+        """After a run: what a stop cut short (handlers past the grace) is left to its
+        lease; an old pool thread finds its queued attempts withdrawn and a late
+        outcome is ignored (it is in no run's _running), then the state is fresh."""
+        with self._lock:
+            for att in self._running:
+                att.closed = True
+                if att.phase == QUEUED:
+                    att.phase = SKIPPED
+            self._queued = 0
+        self._new_run()
 
     # --- registration -------------------------------------------------------------
 
@@ -329,7 +348,7 @@ class Worker:
 
     def health(self) -> str | None:
         """None when healthy, else why not (what /healthz answers)."""
-        if not self._started or self._closing.is_set():
+        if not self._active or self._closing.is_set():
             return "the worker is not running"
         if self._conn is None:
             return "no database connection"
@@ -341,30 +360,41 @@ class Worker:
     # --- run ----------------------------------------------------------------------
 
     def run(self) -> None:
-        """Work until stop() or SIGTERM/SIGINT (handled when called in the main thread)."""
+        """Work until stop() or SIGTERM/SIGINT (handled when called in the main thread).
+
+        A worker can run() again once a run has returned (one run at a time); its
+        counters and metrics go on. A stop() between two runs stops the next one."""
         if (spec := _loading.get()) is not None:
             module = spec.partition(":")[0]
             raise RunAtImport(
                 f"module {module!r} runs worker.run() as it is imported, and `brooq worker {spec}` "
                 "runs the worker itself: put worker.run() under `if __name__ == \"__main__\":`")
-        if self._started:
-            raise RuntimeError("a worker runs once")
-        if not self._handlers:
-            raise ConfigError(["no handlers: register one with @worker.handler(topic)"])
-        self._started = True
+        with self._lock:
+            if self._active:
+                raise RuntimeError("this worker is running already: one run() at a time")
+            if not self._handlers:
+                raise ConfigError(["no handlers: register one with @worker.handler(topic)"])
+            self._active = self._started = True
         self._started_at = time.monotonic()
-        previous = self._install_signals()
+        fatal: BaseException | None = None
         try:
-            self._start_services()
-            log.info("worker %s: topics %s, concurrency %d, lease %s", self.name,
-                     ", ".join(self._handlers), self._concurrency, format_duration(self.config.lease))
-            self._loop()
+            previous = self._install_signals()
+            try:
+                self._start_services()
+                log.info("worker %s: topics %s, concurrency %d, lease %s", self.name,
+                         ", ".join(self._handlers), self._concurrency,
+                         format_duration(self.config.lease))
+                self._loop()
+            finally:
+                self._closing.set()
+                self._stop_services()
+                self._restore_signals(previous)
+                fatal = self._fatal
         finally:
-            self._closing.set()
-            self._stop_services()
-            self._restore_signals(previous)
-        if self._fatal is not None:  # a configuration problem: retrying cannot help
-            raise self._fatal.with_traceback(None)  # its line, not the loop's frames
+            self._leave_run()  # run() may be called again (after a stop, or a fatal error)
+            self._active = False
+        if fatal is not None:  # a configuration problem: retrying cannot help
+            raise fatal.with_traceback(None)  # its line, not the loop's frames
 
     def _install_signals(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
@@ -427,6 +457,7 @@ class Worker:
             self._server.stop()
         if self._listening is not None:
             self._listening.join(timeout=2.0)
+        self._watchdog.stop()
         for counts in self._counts.topics.values():
             counts.busy = 0
 
@@ -827,6 +858,8 @@ class Worker:
             return
         while self._completions:
             att, outcome = self._completions.popleft()
+            if att not in self._running:
+                continue  # a late answer of a handler a previous run left running (_leave_run)
             self._running.discard(att)
             if att.phase != STARTED:  # never run: its lease was lost or ran out before it started
                 if not att.closed and att.out_of_time(now):  # its max_execution ran out
