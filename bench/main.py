@@ -5,7 +5,8 @@
 Scenarios (docs/performance.md explains each figure):
   enqueue   bulk enqueue of N jobs (each system's fastest documented way) and single
             enqueues, one per transaction; brooq's single enqueue vs a bare INSERT
-  drain     N ready jobs drained by one and by two worker processes (no-op handler)
+  drain     N ready jobs drained by one and by two worker processes (no-op handler);
+            brooq also on a topic declared retain_done => false (done jobs deleted)
   latency   enqueue commit -> handler start at a steady 50 and 2,000 jobs/s
   ceiling   pgbench calling brooq's functions directly; brooq's drain as a share of it
   grown     1,000,000 terminal rows + N ready vs an empty table: claim, drain, topic_stats
@@ -176,11 +177,12 @@ class Bench:
             extra = f", bare INSERT {insert:,.0f}/s"
         progress.done(f"bulk {bulk:,.0f}/s, single {single:,.0f}/s{extra}")
 
-    def drain_once(self, system: System, procs: int, label: str) -> dict[str, float]:
+    def drain_once(self, system: System, procs: int, label: str,
+                   cmd: list[str] | None = None) -> dict[str, float]:
         s = self.sizes
         self.fill(system, s.drain, label)
         progress = Progress(label, self.args.quiet)
-        with Workers(system.worker_cmd(latency=False), procs) as workers:
+        with Workers(cmd or system.worker_cmd(latency=False), procs) as workers:
             workers.wait_ready()
             complete = workers.wait_count(s.drain, s.drain_cap, progress)
             count, first, last = workers.span()
@@ -217,8 +219,41 @@ class Bench:
                     if procs == 1 and memory:
                         self.results.add("memory", "peak RSS, 1 worker draining", name,
                                          r["rss"], "MiB", better=LOWER)
+                    if name == "brooq":
+                        self.drain_unretained(system, procs, run, failed)
         for system in self.systems.values():
             system.reset()
+
+    def drain_unretained(self, system: System, procs: int, run: int,
+                         failed: set[tuple[str, int]]) -> None:
+        """brooq's drain on a topic declared retain_done => false (issue 12): settle_many
+        deletes each job as it settles it done, instead of a second row version. The
+        worker declares the topic so at start; the topic is declared again (retain_done
+        true) after, for the other scenarios."""
+        s = self.sizes
+        key = ("brooq retain_done=false", procs)
+        if key in failed:
+            return
+        label = f"drain brooq retain_done=false ×{procs} run {run}/{self.args.runs}"
+        cmd = python_worker("brooq_worker", {"dsn": system.dsn, "latency": False,
+                                             "concurrency": Brooq.concurrency,
+                                             "handler": {"retain_done": False}})
+        try:
+            r = self.drain_once(system, procs, label, cmd)
+        except WorkerFailed as e:
+            log(f"{label} failed: {e}")
+            self.results.notes.append(f"{label} failed: {str(e)[-600:]}")
+            failed.add(key)
+            return
+        finally:
+            with psycopg.connect(system.dsn, autocommit=True) as conn:
+                kept = conn.execute("select count(*) from brooq.job where state = 'done'").fetchone()
+                conn.execute("select brooq.declare_topic(%s)", (TOPIC,))
+        note = "" if r["complete"] else f"partial: drained for {s.drain_cap:.0f}s"
+        if kept and kept[0]:
+            note = (note + "; " if note else "") + f"{kept[0]:,} done rows kept"
+        self.results.add("drain", f"{procs} worker process{'es' if procs > 1 else ''}, "
+                         "retain_done => false", "brooq", r["rate"], "jobs/s", note=note)
 
     def latency(self) -> None:
         failed: set[str] = set()

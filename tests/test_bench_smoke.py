@@ -39,6 +39,9 @@ def test_bench_smoke_runs_every_scenario_for_brooq(tmp_path: Path) -> None:
         for procs in ("1 worker process", "2 worker processes"):
             drain = figures[("drain", procs, system)]
             assert drain["min"] > 0 and not drain["note"], drain  # every job drained, in time
+            if system == "brooq":  # issue 12: done jobs deleted as they settle
+                unretained = figures[("drain", f"{procs}, retain_done => false", system)]
+                assert unretained["min"] > 0 and not unretained["note"], unretained
         p50 = figures[("latency", "50/s p50", system)]
         assert 0 < p50["median"] < 1000, p50  # ms: every job started, and soon
     assert figures[("memory", "peak RSS, 1 worker draining", "brooq")]["median"] > 1
