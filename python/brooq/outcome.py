@@ -9,6 +9,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 from brooq.payload import to_json
 from brooq.signals import Cancel, PreserveAttempt, Retry, find_signal
+from brooq.typed import PayloadMismatch
 
 ERROR_MAX = 2000  # brooq.settle_many keeps that many characters of last_error
 
@@ -50,6 +51,10 @@ def of_return(value: Any) -> Outcome:
 def of_exception(exc: BaseException) -> Outcome:
     """The outcome a handler chose by raising ``exc``: a signal on its chain (find_signal)
     chooses it, with the signal's text and, when wrapped, the outer exception's."""
+    if isinstance(exc, PayloadMismatch):
+        # It will never fit: retried at once, no backoff, so the job reaches dead in
+        # max_attempts quick attempts, each a recorded failure (invariant 7).
+        return Outcome("delay", " ".join(str(exc).split())[:ERROR_MAX], timedelta(0))
     signal = find_signal(exc)
     if signal is None:
         if isinstance(exc, asyncio.CancelledError):

@@ -1,4 +1,5 @@
-"""JSON encoding of payloads and results: anything json.dumps takes, plus dataclasses.
+"""JSON encoding of payloads and results: anything json.dumps takes, plus dataclasses
+and pydantic models (``model_dump(mode="json")``); a TypedDict is a dict already.
 
 Dataclass instances (also nested in lists and dicts) become objects through
 ``dataclasses.asdict``. NaN and infinities are refused: jsonb cannot store them.
@@ -21,6 +22,9 @@ _scan: Any = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # the C
 def _default(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
+    dump = getattr(value, "model_dump", None)  # a pydantic model (pydantic is not imported)
+    if dump is not None and not isinstance(value, type) and hasattr(type(value), "model_fields"):
+        return dump(mode="json")
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 

@@ -71,6 +71,7 @@ from brooq.rows import fields_row
 from brooq.settler import Settler, log_extra
 from brooq.signals import find_signal
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+from brooq.typed import PayloadMismatch, with_payload
 from brooq.watchdog import Watchdog
 
 if TYPE_CHECKING:
@@ -287,7 +288,7 @@ class Worker:
 
         def register(fn: F) -> F:
             self._handlers[topic] = TopicHandler(
-                topic, fn, inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
+                topic, with_payload(fn), inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
                 backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease,
                 max_in_flight, rate, per, max_execution, retain_done, retain_payload)
             self._counts.add_topic(topic)
@@ -842,6 +843,10 @@ class Worker:
         stderr (logging.lastResort), so a failing handler is never silent."""
         outcome = of_exception(exc)
         job = att.job
+        if isinstance(exc, PayloadMismatch):
+            log.warning("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
+                        job.max_attempts, outcome.error, extra=log_extra(job, "failed"))
+            return outcome
         if outcome.outcome == "failed" and not job.is_canceled():
             if find_signal(exc) is not None:
                 log.info("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
