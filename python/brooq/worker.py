@@ -55,6 +55,7 @@ from brooq.errors import (
     ConnectError,
     PermissionDenied,
     RunAtImport,
+    mapped,
     translate,
     who,
 )
@@ -637,7 +638,12 @@ class Worker:
         """Refuse to start when an attempt timeout is longer than its topic's max_execution
         (as the database holds it: declared by us, or by an admin): every such handler in
         one ConfigError."""
-        rows = conn.execute(queries.TOPIC_MAX_EXECUTION, [list(self._handlers)]).fetchall()
+        try:
+            with mapped(WORKER, conn):  # a role without brooq_worker may not read topic_stats
+                rows = conn.execute(queries.TOPIC_MAX_EXECUTION, [list(self._handlers)]).fetchall()
+        except PermissionDenied as exc:
+            self._fatal = exc
+            raise
         self._max_execution = {topic: limit for topic, limit in rows}
         problems = []
         for h in self._handlers.values():
