@@ -306,7 +306,6 @@ def test_schedule_without_pg_cron_says_how_to_install_it(db: str) -> None:
         assert conn.execute("select count(*) from brooq.schedules").fetchone() == (0,)
 
 
-@pytest.mark.long
 def test_pg_cron_runs_a_schedule_and_enqueues_one_job_for_its_tick(cron_conn: Conn) -> None:
     """A real pg_cron run: '* * * * *' fires at the next minute (up to ~60 s away)."""
     cron_conn.execute("select brooq.schedule('cockpit-minute', '* * * * *', 'cockpit.report', '{\"n\": 1}')")
