@@ -29,6 +29,7 @@ from typing import Any
 import psycopg
 
 from brooq import queries
+from brooq.messages import _
 
 log = logging.getLogger("brooq.worker")
 
@@ -103,6 +104,5 @@ class Listener:
             except psycopg.Error as exc:
                 failures += 1
                 delay = backoff(failures)
-                log.debug("worker %s: listener connection lost (%s); retrying in %.1fs",
-                          self.worker, exc, delay)
+                log.debug(_("worker.listener_lost", worker=self.worker, error=exc, delay=delay))
                 closing.wait(delay)

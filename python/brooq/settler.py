@@ -27,6 +27,7 @@ from brooq.attempt import Attempt, Pending
 from brooq.counters import Counters
 from brooq.errors import FATAL_SQLSTATES, PRODUCER, refused, translate, who
 from brooq.job import Chained, Job
+from brooq.messages import _
 from brooq.outcome import Outcome, describe
 from brooq.payload import to_json
 from brooq.rows import fields_row
@@ -92,7 +93,7 @@ class Settler:
             except psycopg.Error as exc:  # a value the database refused: settle one by one
                 if not refused(exc):
                     raise
-                log.warning("worker %s: settle_many failed (%s); settling one by one", self.worker, exc)
+                log.warning(_("worker.settle_many_failed", worker=self.worker, error=exc))
                 rows = [Settled(p.attempt.job.id, self._settle_one(conn, p)) for p in plain]
             self._settled(plain, dict(rows))
             self._outbox = [p for p in self._outbox if p.chained]
@@ -180,12 +181,12 @@ class Settler:
             if not refused(exc):
                 raise
             if p.outcome.outcome == "failed" and p.outcome.delay is None and p.outcome.result is None:
-                log.error("job %d: cannot settle it as failed: %s", p.attempt.job.id, exc)
+                log.error(_("job.cannot_settle_failed", id=p.attempt.job.id, error=exc))
                 return None  # the lease expires, reap returns the job
             # a value the database refuses (a result jsonb cannot hold, a delay out of
             # range): the attempt fails, with the reason
-            log.warning("job %d: cannot settle %s (%s); settling failed", p.attempt.job.id,
-                        p.outcome.outcome, exc)
+            log.warning(_("job.cannot_settle", id=p.attempt.job.id, outcome=p.outcome.outcome,
+                          error=exc))
             p.outcome = Outcome("failed", describe(exc, f"cannot settle {p.outcome.outcome}: "))
             state = _state(cur.execute(queries.SETTLE, self._settle_args(p)).fetchone())
         return state
@@ -208,7 +209,7 @@ class Settler:
             if not refused(exc):
                 raise
             error = translate(exc, PRODUCER, who(conn)) or exc  # chained: an enqueue
-            log.warning("job %d: chained jobs refused (%s); the attempt fails", p.attempt.job.id, error)
+            log.warning(_("job.chain_refused", id=p.attempt.job.id, error=error))
             p.outcome = Outcome("failed", describe(error, "chain: "))
             p.chained = ()
             return self._settle_one(conn, p)
@@ -231,7 +232,8 @@ class Settler:
                 counts.settled["done"] += 1
             elif state == "dead":
                 counts.settled["dead"] += 1
-                log.error("job %d (%s) is dead after attempt %d/%d: %s", job.id, job.topic,
-                          job.attempt, job.max_attempts, p.outcome.error, extra=log_extra(job, "dead"))
+                log.error(_("job.dead", id=job.id, topic=job.topic, attempt=job.attempt,
+                            max_attempts=job.max_attempts, error=p.outcome.error),
+                          extra=log_extra(job, "dead"))
             else:
                 counts.settled[p.outcome.outcome] += 1

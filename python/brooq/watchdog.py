@@ -26,6 +26,8 @@ from typing import Any
 
 import psycopg
 
+from brooq.messages import _
+
 log = logging.getLogger("brooq.worker")
 
 
@@ -69,8 +71,7 @@ class Watchdog:
                 fd = conn.pgconn.socket
                 with socket.socket(fileno=os.dup(fd)) as s:
                     s.shutdown(socket.SHUT_RDWR)
-        log.warning("worker %s: no answer from the database for %.1fs; cutting the connection",
-                    self.name, now - self._since)
+        log.warning(_("worker.watchdog_cut", worker=self.name, seconds=now - self._since))
         return True
 
     def stop(self) -> None:

@@ -63,6 +63,7 @@ from brooq.executors import AsyncRunner, ThreadPool, Waker
 from brooq.job import Job
 from brooq.leases import Leases
 from brooq.listener import RECONNECT_MAX, Listener, backoff
+from brooq.messages import _
 from brooq.nometrics import NoMetrics
 from brooq.outcome import Outcome, of_exception, of_return
 from brooq.payload import register_loaders
@@ -383,9 +384,9 @@ class Worker:
             previous = self._install_signals()
             try:
                 self._start_services()
-                log.info("worker %s: topics %s, concurrency %d, lease %s", self.name,
-                         ", ".join(self._handlers), self._concurrency,
-                         format_duration(self.config.lease))
+                log.info(_("worker.started", worker=self.name, topics=", ".join(self._handlers),
+                           concurrency=self._concurrency,
+                           lease=format_duration(self.config.lease)))
                 self._loop()
             finally:
                 self._closing.set()
@@ -434,7 +435,7 @@ class Worker:
             assert isinstance(self.metrics, Metrics)
             self._server = MetricsServer(self.metrics, self.health, host, port)
             self._server.start()
-            log.info("worker %s: metrics on %s/metrics", self.name, self._server.url)
+            log.info(_("worker.metrics", worker=self.name, url=self._server.url))
         listen_dsn = self.config.effective_listen_dsn
         if listen_dsn is None:  # listen=false: poll only (docs/operations.md, PgBouncer)
             return
@@ -477,7 +478,7 @@ class Worker:
                     self._abort(now)
                     return
                 if not self._running and not self._settler:
-                    log.info("worker %s: stopped, every job settled", self.name)
+                    log.info(_("worker.stopped", worker=self.name))
                     return
             if self._running and now >= self._next_check:
                 self._check_attempts(now)
@@ -490,11 +491,11 @@ class Worker:
                 except psycopg.Error as exc:
                     if exc.sqlstate in FATAL_SQLSTATES:  # unknown topic, missing rights
                         self._fatal = translate(exc, WORKER, who(self._conn)) or exc
-                        log.error("worker %s: %s", self.name, self._fatal)
+                        log.error(_("worker.fatal", worker=self.name, error=self._fatal))
                         return
                     self._lost_connection(exc)
                 except Exception as exc:  # a bug of ours must not kill the worker
-                    log.exception("worker %s: unexpected error in the loop", self.name)
+                    log.exception(_("worker.loop_error", worker=self.name))
                     self._lost_connection(exc)
             if self._fatal is not None:
                 return
@@ -608,8 +609,8 @@ class Worker:
         self._conn = conn  # connected, topics declared
         self._connected_once = True
         if self._failures:
-            log.info("worker %s: reconnected to the database after %.1fs", self.name,
-                     time.monotonic() - self._lost_at)
+            log.info(_("worker.reconnected", worker=self.name,
+                       seconds=time.monotonic() - self._lost_at))
         self._failures = 0
         self._leases.renew_soon(time.monotonic())  # leases may have run short while we were away
         self._more = True
@@ -620,14 +621,13 @@ class Worker:
         except BrooqError as exc:  # no schema, an older one, or no right to use it
             self._fatal = exc
             raise
-        log.info("worker %s: package %s, schema %s", self.name, __version__, schema)
+        log.info(_("worker.connected", worker=self.name, version=__version__, schema=schema))
         for h in self._handlers.values():
             try:
                 self._declare(conn, h)
             except PermissionDenied:
                 # the usual split (docs/operations.md: topics are an admin's): not a warning
-                log.info("worker %s: topic %s: using the settings in the database (declaring "
-                         "them needs brooq_admin)", self.name, h.topic)
+                log.info(_("worker.topic_settings_kept", worker=self.name, topic=h.topic))
             except BrooqError as exc:
                 self._fatal = ConfigError([f"handler {h.topic!r}: {exc}"])
                 raise
@@ -666,16 +666,14 @@ class Worker:
         if self._failures == 1:  # said once; then a reminder every REMIND_EVERY
             self._lost_at = now
             self._next_reminder = now + REMIND_EVERY
-            log.warning("worker %s: lost the database connection (%s); reconnecting with "
-                        "backoff (up to %.0fs between tries), handlers keep running", self.name,
-                        reason, RECONNECT_MAX)
+            log.warning(_("worker.connection_lost", worker=self.name, reason=reason,
+                          max_delay=RECONNECT_MAX))
         elif now >= self._next_reminder:
             self._next_reminder = now + REMIND_EVERY
-            log.warning("worker %s: still no database connection after %.0fs (%s)", self.name,
-                        now - self._lost_at, reason)
+            log.warning(_("worker.still_disconnected", worker=self.name,
+                          seconds=now - self._lost_at, reason=reason))
         else:
-            log.debug("worker %s: reconnect failed (%s); retrying in %.1fs", self.name, reason,
-                      delay)
+            log.debug(_("worker.reconnect_failed", worker=self.name, reason=reason, delay=delay))
         if self._conn is not None:
             with contextlib.suppress(Exception):  # closing a broken connection may fail too
                 self._conn.close()
@@ -763,8 +761,7 @@ class Worker:
         """Leases' word that an attempt's lease is gone: drop its outcome, stop its handler."""
         self._settler.drop(att)
         if att in self._running:
-            log.info("job %d (%s): lease lost (canceled or reaped); stopping its handler",
-                     att.job.id, att.job.topic)
+            log.info(_("job.lease_lost", id=att.job.id, topic=att.job.topic))
             self._cancel_attempt(att, "lease lost", now)
 
     def _confirm_prefetched(self, conn: psycopg.Connection[Any], now: float) -> None:
@@ -773,7 +770,7 @@ class Worker:
         they go back to the pool, where a lost one is skipped."""
         batch = list(self._unconfirmed)
         self._leases.heartbeat(conn, now, only=batch)
-        for _ in batch:
+        for _unused in batch:
             att = self._unconfirmed.popleft()
             assert self._pool is not None
             self._pool.submit(self._run_sync, att)
@@ -783,7 +780,7 @@ class Worker:
         self._next_reap = now + self._reap_every
         if rows:
             self.metrics.reaped.inc(len(rows))
-            log.info("worker %s: reaped %d jobs whose lease expired", self.name, len(rows))
+            log.info(_("worker.reaped", worker=self.name, count=len(rows)))
             if any(r.topic in self._handlers for r in rows):
                 self._more = True
 
@@ -850,16 +847,18 @@ class Worker:
         outcome = of_exception(exc)
         job = att.job
         if isinstance(exc, PayloadMismatch):
-            log.warning("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
-                        job.max_attempts, outcome.error, extra=log_extra(job, "failed"))
+            log.warning(_("job.attempt_error", id=job.id, topic=job.topic, attempt=job.attempt,
+                          max_attempts=job.max_attempts, error=outcome.error),
+                        extra=log_extra(job, "failed"))
             return outcome
         if outcome.outcome == "failed" and not job.is_canceled():
             if find_signal(exc) is not None:
-                log.info("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
-                         job.max_attempts, outcome.error, extra=log_extra(job, "retry"))
+                log.info(_("job.attempt_error", id=job.id, topic=job.topic, attempt=job.attempt,
+                           max_attempts=job.max_attempts, error=outcome.error),
+                         extra=log_extra(job, "retry"))
             else:
-                log.error("job %d (%s) attempt %d/%d failed: %s", job.id, job.topic, job.attempt,
-                          job.max_attempts, outcome.error, exc_info=exc,
+                log.error(_("job.attempt_failed", id=job.id, topic=job.topic, attempt=job.attempt,
+                            max_attempts=job.max_attempts, error=outcome.error), exc_info=exc,
                           extra=log_extra(job, "failed"))
         return outcome
 
@@ -882,8 +881,8 @@ class Worker:
             self._durations[att.job.topic].observe(att.elapsed)
             if att.closed:
                 if att.hung_reported:
-                    log.warning("job %d (%s): the hung handler returned after %.1fs", att.job.id,
-                                att.job.topic, att.elapsed)
+                    log.warning(_("job.hung_returned", id=att.job.id, topic=att.job.topic,
+                                  seconds=att.elapsed))
                 continue  # timed out or lease lost: its answer is ignored
             att.closed = True
             self._settler.add(att, outcome, att.job.chained if outcome.outcome == "done" else None)
@@ -921,17 +920,17 @@ class Worker:
                 timeout = att.handler.timeout
                 assert timeout is not None
                 error = f"timed out after {format_duration(timeout)}"
-                log.warning("job %d (%s) attempt %d/%d %s", att.job.id, att.job.topic,
-                            att.job.attempt, att.job.max_attempts, error)
+                log.warning(_("job.attempt_stopped", id=att.job.id, topic=att.job.topic,
+                              attempt=att.job.attempt, max_attempts=att.job.max_attempts,
+                              error=error))
                 self._settler.add(att, Outcome("failed", error))
             if (att.canceled_at is not None and not att.hung_reported and att.phase == STARTED
                     and now - att.canceled_at >= self._hung_grace):
                 att.hung_reported = True
                 self._counts.topics[att.job.topic].hung += 1
-                log.error("job %d (%s): handler %s still running %.1fs after it was told to stop "
-                          "(%s); it holds a slot until it returns", att.job.id, att.job.topic,
-                          getattr(att.handler.fn, "__qualname__", att.handler.fn),
-                          now - att.canceled_at, att.job.canceled.reason)
+                log.error(_("job.hung", id=att.job.id, topic=att.job.topic,
+                            handler=getattr(att.handler.fn, "__qualname__", att.handler.fn),
+                            seconds=now - att.canceled_at, reason=att.job.canceled.reason))
 
     def _out_of_time(self, att: Attempt, now: float, *, before: bool) -> None:
         """The job's max_execution ran out: stop its handler (if it runs) and settle the
@@ -950,8 +949,9 @@ class Worker:
         else:
             error = (f"{spent} exceeded: the job's time since its first claim ran out{deadline}; "
                      "the attempt was stopped")
-        log.warning("job %d (%s) attempt %d/%d: %s", job.id, job.topic, job.attempt,
-                    job.max_attempts, error, extra=log_extra(job, "failed"))
+        log.warning(_("job.attempt_error", id=job.id, topic=job.topic, attempt=job.attempt,
+                      max_attempts=job.max_attempts, error=error),
+                    extra=log_extra(job, "failed"))
         self._settler.add(att, Outcome("failed", error))
 
     # --- stop ---------------------------------------------------------------------
@@ -961,8 +961,8 @@ class Worker:
         grace = self._stop_grace if self._stop_grace is not None else self.config.shutdown_grace
         self._grace_deadline = now + grace.total_seconds()
         self._withdraw()
-        log.info("worker %s: stopping; %d jobs in flight, waiting up to %s", self.name,
-                 len(self._running), format_duration(grace))
+        log.info(_("worker.stopping", worker=self.name, count=len(self._running),
+                   grace=format_duration(grace)))
 
     def _withdraw(self) -> None:
         """Hand back the prefetched jobs no thread has started: settled 'preserve' with no
@@ -985,8 +985,7 @@ class Worker:
             att.closed = True
             self._settler.add(att, Outcome("preserve", None, timedelta(0)))
         if withdrawn:
-            log.info("worker %s: handing back %d prefetched jobs that never started", self.name,
-                     len(withdrawn))
+            log.info(_("worker.handing_back", worker=self.name, count=len(withdrawn)))
             self._count_busy()
 
     def _abort(self, now: float) -> None:
@@ -995,10 +994,9 @@ class Worker:
             try:
                 self._settler.settle(self._conn)
             except psycopg.Error as exc:
-                log.warning("worker %s: could not settle %d finished jobs before exit: %s",
-                            self.name, len(self._settler), exc)
+                log.warning(_("worker.unsettled_at_exit", worker=self.name, count=len(self._settler),
+                              error=exc))
         if self._running:
-            log.warning("worker %s: stopping with %d handlers still running; their leases will "
-                        "expire and the jobs return to the queue", self.name, len(self._running))
+            log.warning(_("worker.handlers_left_running", worker=self.name, count=len(self._running)))
         for att in list(self._running):
             self._cancel_attempt(att, "shutdown", now)

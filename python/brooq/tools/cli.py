@@ -26,6 +26,7 @@ from psycopg.rows import class_row, scalar_row
 from brooq import config, producer, queries
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
+from brooq.messages import _
 from brooq.payload import jsonb
 from brooq.producer import HELD_BY, STATES, JobFate, TopicStats
 from brooq.redact import one_line
@@ -146,7 +147,7 @@ def cmd_job(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         fate = producer.get_job(conn, args.id)
     if fate is None:
-        raise Failure(f"job {args.id} not found (never enqueued, or purged)")
+        raise Failure(_("cli.job_not_found", id=args.id))
     if args.json:
         write_json(out, json_row(fate))
     else:
@@ -161,7 +162,7 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO) -> int:
         write_json(out, [json_row(j) for j in jobs])
         return 0
     if not jobs:
-        out.write("no jobs match\n")
+        out.write(_("cli.no_jobs_match") + "\n")
         return 0
     headers = ["id", "topic", "state", "attempts", "updated", "last_error"]
     table = [[j.id, j.topic, j.state, f"{j.attempts}/{j.max_attempts}", format_time(j.updated_at),
@@ -782,19 +783,19 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return func(args, out or sys.stdout)
     except UsageError as exc:
         getattr(args, "parser", parser).print_usage(sys.stderr)
-        sys.stderr.write(f"brooq: error: {exc}\n")
+        sys.stderr.write(_("cli.error", reason=exc) + "\n")
         return 2
     except Failure as exc:
-        sys.stderr.write(f"brooq: error: {exc}\n")
+        sys.stderr.write(_("cli.error", reason=exc) + "\n")
         return 1
     except ConfigError as exc:
-        sys.stderr.write(f"brooq: error: invalid worker configuration: {'; '.join(exc.problems)}\n")
+        sys.stderr.write(_("cli.invalid_config", problems="; ".join(exc.problems)) + "\n")
         return 1
     except (psycopg.Error, BrooqError) as exc:
-        sys.stderr.write(f"brooq: error: {describe(exc)}\n")
+        sys.stderr.write(_("cli.error", reason=describe(exc)) + "\n")
         return 1
     except KeyboardInterrupt:
-        sys.stderr.write("brooq: interrupted\n")
+        sys.stderr.write(_("cli.interrupted") + "\n")
         return 130
 
 
