@@ -8,7 +8,7 @@ import string
 import pytest
 from brooq import messages
 from brooq.messages import ENGLISH, _
-from test_cli import brooq
+from test_cli import brooq, declare
 
 ENGLISH_LOCALE = {"LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8"}
 
@@ -31,6 +31,17 @@ def test_the_locale_picks_russian_and_brooq_lang_wins(db: str) -> None:
     assert brooq("job", "999999999", dsn=db, env=ru).stderr.startswith("brooq: ошибка: задание")
     done = brooq("job", "999999999", dsn=db, env={**ru, "BROOQ_LANG": "en"})
     assert done.stderr == "brooq: error: job 999999999 not found (never enqueued, or purged)\n"
+
+
+def test_cli_confirmations_follow_brooq_lang(db: str) -> None:
+    ru = {**ENGLISH_LOCALE, "BROOQ_LANG": "ru"}
+    declare(db)
+    assert brooq("pause", "mail", dsn=db, env=ru).stdout == "тема mail приостановлена\n"
+    assert brooq("pause", "mail", dsn=db, env=ENGLISH_LOCALE).stdout == \
+        "topic mail was already paused\n"
+    assert brooq("stats", env=ru).stderr.endswith(
+        "brooq: ошибка: не указана база данных: передайте --dsn postgresql://... "
+        "или задайте BROOQ_DSN\n")
 
 
 def test_english_by_default(db: str) -> None:

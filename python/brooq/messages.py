@@ -70,6 +70,24 @@ ENGLISH: dict[str, str] = {
     "cli.interrupted": "brooq: interrupted",
     "cli.job_not_found": "job {id} not found (never enqueued, or purged)",
     "cli.no_jobs_match": "no jobs match",
+    "cli.no_dsn": "no database given: pass --dsn postgresql://... or set BROOQ_DSN",
+    "cli.cannot_connect": "cannot connect to the database: {reason}",
+    "cli.invalid_dsn": "invalid DSN: {reason}",
+    "cli.no_topics": "no topics yet: declare one with brooq declare-topic NAME",
+    "cli.canceled": "canceled job {id}",
+    "cli.not_canceled": "job {id} not canceled: already finished (done, dead, canceled) or unknown",
+    "cli.redriven": "re-drove job {id}: pending again",
+    "cli.not_redriven": "job {id} not re-driven: not dead or canceled (pending, failed, "
+                        "processing, done), or unknown",
+    "cli.nothing_flushed": "nothing flushed",
+    "cli.no_schedules": "no schedules yet: brooq schedule NAME CRON TOPIC [JSON]",
+    "cli.unscheduled": "unscheduled {name}",
+    "cli.no_such_schedule": "no schedule named {name}",
+    "cli.declared": "declared topic {topic}",
+    "cli.paused": "paused topic {topic}",
+    "cli.already_paused": "topic {topic} was already paused",
+    "cli.resumed": "resumed topic {topic}",
+    "cli.not_paused": "topic {topic} was not paused",
 }
 
 

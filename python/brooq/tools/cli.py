@@ -62,7 +62,7 @@ def parse_duration(text: str) -> timedelta:
 def dsn_of(args: argparse.Namespace) -> str:
     dsn: str | None = args.dsn or os.environ.get("BROOQ_DSN")
     if not dsn:
-        raise UsageError("no database given: pass --dsn postgresql://... or set BROOQ_DSN")
+        raise UsageError(_("cli.no_dsn"))
     return dsn
 
 
@@ -72,9 +72,9 @@ def connect(args: argparse.Namespace) -> Connection:
         return psycopg.connect(dsn, autocommit=True)
     except psycopg.OperationalError as exc:
         message = one_line(exc) or "connection failed"
-        raise Failure(f"cannot connect to the database: {message}") from exc
+        raise Failure(_("cli.cannot_connect", reason=message)) from exc
     except psycopg.ProgrammingError as exc:
-        raise Failure(f"invalid DSN: {one_line(exc)}") from exc
+        raise Failure(_("cli.invalid_dsn", reason=one_line(exc))) from exc
 
 
 # --- commands ---------------------------------------------------------------------
@@ -184,7 +184,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
         write_json(out, [json_row(r) for r in rows])
         return 0
     if not rows:
-        out.write("no topics yet: declare one with brooq declare-topic NAME\n")
+        out.write(_("cli.no_topics") + "\n")
         return 0
     headers = ["topic", "paused", "pending", "failed", "ready", "scheduled", "processing",
                "expired", "oldest ready", "held"]
@@ -198,9 +198,9 @@ def cmd_cancel(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         canceled = producer.cancel(conn, args.id)
     if canceled:
-        out.write(f"canceled job {args.id}\n")
+        out.write(_("cli.canceled", id=args.id) + "\n")
         return 0
-    out.write(f"job {args.id} not canceled: already finished (done, dead, canceled) or unknown\n")
+    out.write(_("cli.not_canceled", id=args.id) + "\n")
     return 1
 
 
@@ -218,10 +218,9 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
             count = cur.execute(queries.RETRY_DEAD, [args.dead, args.canceled, max_jobs, args.since]).fetchone()
     if args.id is not None:
         if redriven:
-            out.write(f"re-drove job {args.id}: pending again\n")
+            out.write(_("cli.redriven", id=args.id) + "\n")
             return 0
-        out.write(f"job {args.id} not re-driven: not dead or canceled (pending, failed, processing, "
-                  "done), or unknown\n")
+        out.write(_("cli.not_redriven", id=args.id) + "\n")
         return 1
     what = "dead or canceled" if args.canceled else "dead"
     out.write(f"re-drove {count} {what} job{'' if count == 1 else 's'} of topic {args.dead}\n")
@@ -248,7 +247,7 @@ def cmd_flush(args: argparse.Namespace, out: TextIO) -> int:
                       f"{args.topic}? [y/N] ")
             out.flush()
             if sys.stdin.readline().strip().lower() not in ("y", "yes"):
-                out.write("nothing flushed\n")
+                out.write(_("cli.nothing_flushed") + "\n")
                 return 1
         deleted = cur.execute(queries.FLUSH, [args.topic, states]).fetchone()
     out.write(f"flushed {deleted} {what} job{'' if deleted == 1 else 's'} of topic {args.topic}\n")
@@ -280,7 +279,7 @@ def cmd_schedule(args: argparse.Namespace, out: TextIO) -> int:
         if args.json:
             write_json(out, [{k: json_value(v) for k, v in vars(r).items()} for r in rows])
         elif not rows:
-            out.write("no schedules yet: brooq schedule NAME CRON TOPIC [JSON]\n")
+            out.write(_("cli.no_schedules") + "\n")
         else:
             table = [[r.name, r.cron, r.topic, json.dumps(r.payload, separators=(",", ":"))[:60], r.priority,
                       format_time(r.last_tick_at) if r.last_tick_at else "-",
@@ -304,9 +303,9 @@ def cmd_unschedule(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn, mapped(ADMIN, conn):
         removed = conn.cursor(row_factory=scalar_row).execute(queries.UNSCHEDULE, [args.name]).fetchone()
     if removed:
-        out.write(f"unscheduled {args.name}\n")
+        out.write(_("cli.unscheduled", name=args.name) + "\n")
         return 0
-    out.write(f"no schedule named {args.name}\n")
+    out.write(_("cli.no_such_schedule", name=args.name) + "\n")
     return 1
 
 
@@ -361,7 +360,7 @@ def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
         except psycopg.errors.InsufficientPrivilege:
             t = None
     if t is None:  # brooq.topic is private: a role that may not read it gets less detail
-        out.write(f"declared topic {args.name}\n")
+        out.write(_("cli.declared", topic=args.name) + "\n")
         return 0
     out.write(f"declared topic {args.name}: max_attempts={t.max_attempts}"
               f" backoff_base={format_setting(t.backoff_base)}"
@@ -377,9 +376,9 @@ def cmd_pause(args: argparse.Namespace, out: TextIO) -> int:
         changed = conn.cursor(row_factory=scalar_row).execute(
             queries.PAUSE_TOPIC if pause else queries.RESUME_TOPIC, [args.topic]).fetchone()
     if pause:
-        out.write(f"paused topic {args.topic}\n" if changed else f"topic {args.topic} was already paused\n")
+        out.write(_("cli.paused" if changed else "cli.already_paused", topic=args.topic) + "\n")
     else:
-        out.write(f"resumed topic {args.topic}\n" if changed else f"topic {args.topic} was not paused\n")
+        out.write(_("cli.resumed" if changed else "cli.not_paused", topic=args.topic) + "\n")
     return 0
 
 
