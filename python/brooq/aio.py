@@ -29,6 +29,7 @@ from brooq.producer import (
     JobFate,
     TopicStats,
     busy_what,
+    busy_what_batch,
     declare_topic_args,
     enqueue_args,
     enqueue_many_args,
@@ -76,8 +77,7 @@ async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
                 await cur.execute(queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)])
                 return await cur.fetchall()
         except KeyBusy as exc:
-            what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
-            raise key_busy(topic, what) from exc.__cause__
+            raise key_busy(topic, busy_what_batch(groups)) from exc.__cause__
 
     return await tracing.send_async(topic, "enqueue_many", len(args[1]), call)
 

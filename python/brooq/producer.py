@@ -129,6 +129,11 @@ def busy_what(key: str | None, group: str | None) -> str:
     return " or ".join(n for n in named if n) or "idempotency key ''"
 
 
+def busy_what_batch(groups: Sequence[str | None] | None) -> str:
+    """What an enqueue_many waited on too long (55P03): a key, or a group when it has groups."""
+    return "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
+
+
 def declare_topic_args(name: str, max_attempts: int, backoff_base: timedelta,
                        backoff_max: timedelta, retention: timedelta, max_payload_bytes: int,
                        notify: bool, max_lease_losses: int, max_lease: timedelta,
@@ -173,8 +178,7 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
                 return conn.cursor(row_factory=class_row(Enqueued)).execute(
                     queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)]).fetchall()
         except KeyBusy as exc:
-            what = "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
-            raise key_busy(topic, what) from exc.__cause__
+            raise key_busy(topic, busy_what_batch(groups)) from exc.__cause__
 
     return tracing.send(topic, "enqueue_many", len(args[1]), call)
 
