@@ -240,6 +240,7 @@ class SettleThread:
         self._event = threading.Event()
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
+        self._renew = False  # open a new connection before the next write
         self.in_flight = 0  # handed and not yet collected (loop thread only)
         self.fatal: BaseException | None = None  # a missing right, as the worker reports it
 
@@ -252,6 +253,12 @@ class SettleThread:
         with self._lock:
             self._todo.extend(batch)
         self._event.set()
+
+    def renew(self) -> None:
+        """The loop lost its connection: write the next batch on a new one as well. Both go
+        the same way to the server; a path that went silent for one (which only the
+        watchdog notices, after a statement's time) is not waited out twice."""
+        self._renew = True
 
     def collect(self) -> None:
         """Count what the database answered since the last call (loop thread)."""
@@ -278,6 +285,23 @@ class SettleThread:
             self._thread.join(timeout)
         self.collect()
 
+    @staticmethod
+    def _one_per_job(todo: list[Pending]) -> tuple[list[Pending], list[Pending]]:
+        """The batch to write now, and what waits: a job reaped and claimed again by this
+        worker can have two outcomes in hand (the old attempt's is fenced off by its
+        lease token); they go in two writes, the older first."""
+        ids = {p.attempt.job.id for p in todo}
+        if len(ids) == len(todo):
+            return todo, []
+        now: list[Pending] = []
+        later: list[Pending] = []
+        seen: set[int] = set()
+        for p in todo:
+            job_id = p.attempt.job.id
+            (later if job_id in seen else now).append(p)
+            seen.add(job_id)
+        return now, later
+
     def _run(self) -> None:
         conn: Conn | None = None
         failures = 0
@@ -288,13 +312,18 @@ class SettleThread:
                     self._event.wait(1.0)
                     self._event.clear()
                 with self._lock:
-                    batch, self._todo = batch + self._todo, []
+                    batch, self._todo = self._one_per_job(batch + self._todo)
                 if not batch:
                     if self._closing.is_set():
                         return
                     continue
                 states: dict[int, str | None] = {}
                 try:
+                    if self._renew and conn is not None:
+                        self._renew = False
+                        with contextlib.suppress(Exception):
+                            conn.close()
+                        conn = None
                     if conn is None:
                         conn = self._connect()
                     with self._guard(conn):

@@ -693,6 +693,7 @@ class Worker:
             with contextlib.suppress(Exception):  # closing a broken connection may fail too
                 self._conn.close()
             self._conn = None
+        self._settling.renew()
         self._next_connect = time.monotonic() + delay
 
     # --- claim and dispatch -------------------------------------------------------
