@@ -88,6 +88,83 @@ ENGLISH: dict[str, str] = {
     "cli.already_paused": "topic {topic} was already paused",
     "cli.resumed": "resumed topic {topic}",
     "cli.not_paused": "topic {topic} was not paused",
+    'cli.enqueued': 'id={id} created={created}',
+    'cli.not_a_json_value': '{constant} is not a JSON value',
+    'cli.bad_json': 'the payload is not valid JSON: {error} (in {text!r})',
+    'cli.yes': 'yes',
+    'cli.no': 'no',
+    'cli.purged': 'purged',
+    'cli.max_jobs_reached': 'stopped at --max-jobs {max_jobs}: run it again for the rest',
+    'cli.retry_needs_one': "give a JOB_ID, or --dead TOPIC for a topic's dead jobs",
+    'cli.retry_dead_options': '--canceled, --max-jobs and --since go with --dead TOPIC',
+    'cli.schedule_list_alone': '--list takes no NAME, CRON, TOPIC or JSON',
+    'cli.schedule_usage': "give NAME CRON TOPIC [JSON], e.g. brooq schedule nightly '0 3 * * *' report, or --list",
+    'cli.scheduled': 'scheduled {name}: {cron!r} enqueues a job of topic {topic} each time (pg_cron job {jobid})',
+    'cli.declared_settings': 'declared topic {topic}: max_attempts={max_attempts} backoff_base={backoff_base} backoff_max={backoff_max} retention={retention} max_payload_bytes={max_payload_bytes} notify={notify}{paused}',
+    'cli.paused_mark': ' (paused)',
+    'cli.deploy_adopted': "recorded schema {version} (installed without sqitch) in sqitch's registry",
+    'cli.deploy_up_to_date': 'nothing to deploy: the schema is up to date (sqitch)',
+    'cli.deployed_psql': 'deployed sql/install.sql with psql',
+    'cli.invalid_worker': 'invalid worker {spec!r}: use MODULE:OBJECT, e.g. myapp.jobs:worker',
+    'cli.cannot_import': 'cannot import {module!r}: {error}',
+    'cli.no_attribute': 'module {module!r} has no {attr!r}',
+    'cli.call_failed': 'calling {spec}() failed: {error}',
+    'cli.not_a_worker': '{spec} is a {type}, not a brooq.Worker (OBJECT is a brooq.Worker or a callable returning one)',
+    'cli.token_file': 'cannot read the token file {path}: {error}',
+    'cli.dashboard_needs': 'brooq dashboard needs Starlette and Uvicorn: {hint}',
+    'cli.bad_address': '--address: {error}',
+    'cli.not_loopback': '--address: {host} is not a loopback address; pass --public to serve the dashboard there anyway (behind TLS: docs/dashboard.md)',
+    'cli.cannot_listen': 'cannot listen on {address}: {error}',
+    'cli.invalid_number': 'invalid number {text!r}',
+    'cli.at_least_1': '{text} must be at least 1',
+    'cli.too_few_demo_jobs': '{text} is too few: the demo needs 20 jobs or more',
+    'cli.more_than_10000': '{text} is more than 10000',
+    'cli.invalid_job_id': 'invalid job id {text!r}: a job id is a number',
+    'cli.invalid_time': 'invalid time {text!r}: use ISO 8601 with a zone, e.g. 2030-01-01T12:00:00+00:00',
+    'cli.time_without_zone': 'invalid time {text!r}: give a time zone, e.g. +00:00 or Z',
+    'cli.usage_line': 'usage: brooq COMMAND [options]   (brooq COMMAND --help for its options)',
+    'cli.commands': 'commands:',
+    'cli.dsn_note': 'Every command that talks to a database takes --dsn (default: $BROOQ_DSN).',
+    'col.id': 'id',
+    'col.topic': 'topic',
+    'col.state': 'state',
+    'col.attempts': 'attempts',
+    'col.updated': 'updated',
+    'col.last_error': 'last_error',
+    'col.paused': 'paused',
+    'col.pending': 'pending',
+    'col.failed': 'failed',
+    'col.ready': 'ready',
+    'col.scheduled': 'scheduled',
+    'col.processing': 'processing',
+    'col.expired': 'expired',
+    'col.oldest_ready': 'oldest ready',
+    'col.held': 'held',
+    'col.name': 'name',
+    'col.cron': 'cron',
+    'col.payload': 'payload',
+    'col.priority': 'priority',
+    'col.last_tick': 'last tick',
+    'col.last_job': 'last job',
+    'col.check': 'check',
+    'col.status': 'status',
+    'col.detail': 'detail',
+}
+
+
+# Texts with a count: (singular, plural) in English; a catalogue gives each language's
+# forms (.po msgid_plural and msgstr[0..], the form chosen by its Plural-Forms header).
+PLURALS: dict[str, tuple[str, str]] = {
+    'cli.redrove_dead': ('re-drove {count} dead job of topic {topic}', 're-drove {count} dead jobs of topic {topic}'),
+    'cli.redrove_dead_or_canceled': ('re-drove {count} dead or canceled job of topic {topic}', 're-drove {count} dead or canceled jobs of topic {topic}'),
+    'cli.flush_confirm_waiting': ('delete {count} waiting (pending, failed) job of topic {topic}? [y/N] ', 'delete {count} waiting (pending, failed) jobs of topic {topic}? [y/N] '),
+    'cli.flush_confirm_completed': ('delete {count} finished (done, dead, canceled) job of topic {topic}? [y/N] ', 'delete {count} finished (done, dead, canceled) jobs of topic {topic}? [y/N] '),
+    'cli.flushed_waiting': ('flushed {count} waiting (pending, failed) job of topic {topic}', 'flushed {count} waiting (pending, failed) jobs of topic {topic}'),
+    'cli.flushed_completed': ('flushed {count} finished (done, dead, canceled) job of topic {topic}', 'flushed {count} finished (done, dead, canceled) jobs of topic {topic}'),
+    'cli.flush_needs_yes_waiting': ('not flushing {count} waiting (pending, failed) jobs of topic {topic} without a confirmation: stdin is not a terminal; pass --yes', 'not flushing {count} waiting (pending, failed) jobs of topic {topic} without a confirmation: stdin is not a terminal; pass --yes'),
+    'cli.flush_needs_yes_completed': ('not flushing {count} finished (done, dead, canceled) jobs of topic {topic} without a confirmation: stdin is not a terminal; pass --yes', 'not flushing {count} finished (done, dead, canceled) jobs of topic {topic} without a confirmation: stdin is not a terminal; pass --yes'),
+    'cli.deployed_changes': ('deployed {count} changes with sqitch deploy --verify', 'deployed {count} changes with sqitch deploy --verify'),
+    'cli.short_token': ("the dashboard token has {count} character: use 16 or more, e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'", "the dashboard token has {count} characters: use 16 or more, e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"),
 }
 
 
@@ -110,31 +187,65 @@ def _(key: str, **fields: Any) -> str:
     return text.format(**fields)
 
 
+def plural_id(key: str) -> str:
+    """The msgid_plural of a plural key in the catalogues."""
+    return f"{key}_plural"
+
+
+def _n(key: str, count: int, **fields: Any) -> str:
+    """The text of the plural `key` for `count` in the current language, {count} and the
+    fields filled in: the form is chosen by the catalogue's Plural-Forms (English: 1, else)."""
+    text = _catalogue(language()).ngettext(key, plural_id(key), count)
+    if text in (key, plural_id(key)):  # no catalogue, or not in it: English
+        text = PLURALS[key][0 if count == 1 else 1]
+    return text.format(count=count, **fields)
+
+
+def keys() -> set[str]:
+    """Every key, plain and plural."""
+    return set(ENGLISH) | set(PLURALS)
+
+
 # --- a tiny msgfmt (the logic of CPython's Tools/i18n/msgfmt.py, for our simple .po files)
 
 def read_po(path: Path) -> dict[str, str]:
-    """msgid -> msgstr of a .po file (single and continued strings; no plurals, no contexts)."""
+    """msgid -> msgstr of a .po file, as msgfmt stores them: a plural entry's msgid is
+    "key\\0key_plural" and its msgstr the forms msgstr[0], msgstr[1], ... joined by "\\0"
+    (single and continued strings, plurals; no contexts)."""
     messages: dict[str, str] = {}
-    section, msgid, msgstr = None, "", ""
+    section, msgid, plural, forms = "", "", "", {0: ""}
+
+    def flush() -> None:
+        if section.startswith("msgstr") and (msgid or forms[0]):
+            key = f"{msgid}\0{plural}" if plural else msgid
+            messages[key] = "\0".join(forms[i] for i in sorted(forms))
+
     for raw in path.read_text(encoding="utf-8").splitlines() + [""]:
         line = raw.strip()
-        if line.startswith("msgid ") or not line:
-            if section == "msgstr" and (msgid or msgstr):
-                messages[msgid] = msgstr
-            section = None
-            if not line:
-                continue
         if line.startswith("#"):
             continue
+        if line.startswith("msgid ") or not line:
+            flush()
+            section = ""
+            if not line:
+                continue
         if line.startswith("msgid "):
-            section, msgid, msgstr = "msgid", ast.literal_eval(line[6:]), ""
+            section, msgid, plural, forms = "msgid", ast.literal_eval(line[6:]), "", {0: ""}
+        elif line.startswith("msgid_plural "):
+            section, plural = "msgid_plural", ast.literal_eval(line[13:])
+        elif line.startswith("msgstr["):
+            index, _sep, rest = line[7:].partition("]")
+            section = f"msgstr{int(index)}"
+            forms[int(index)] = ast.literal_eval(rest.strip())
         elif line.startswith("msgstr "):
-            section, msgstr = "msgstr", ast.literal_eval(line[7:])
+            section, forms = "msgstr0", {0: ast.literal_eval(line[7:])}
         elif line.startswith('"'):
             if section == "msgid":
                 msgid += ast.literal_eval(line)
+            elif section == "msgid_plural":
+                plural += ast.literal_eval(line)
             else:
-                msgstr += ast.literal_eval(line)
+                forms[int(section[6:])] += ast.literal_eval(line)
     return messages
 
 
