@@ -611,151 +611,146 @@ def add_setting_options(p: argparse.ArgumentParser) -> None:
             continue
         p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=setting_type(f),
                        metavar=f.name.upper(),
-                       help=f"{f.metadata['doc']} (default: {config.shown_default(f)}; "
-                            f"${config.variables(f)[0]})")
+                       help=_("help.worker.setting", doc=f.metadata["doc"],
+                              default=config.shown_default(f), variable=config.variables(f)[0]))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="brooq", description="brooq: a job queue in PostgreSQL.")
+    parser = Parser(prog="brooq", description=_("help.description"))
     parser.add_argument("--version", action="version", version=f"brooq {__version__}")
     dsn = Parser(add_help=False)
-    dsn.add_argument("--dsn", help="the database (default: $BROOQ_DSN)")
+    dsn.add_argument("--dsn", help=_("help.dsn"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    p = sub.add_parser("worker", parents=[dsn], help="run a worker: brooq worker MODULE:OBJECT")
+    p = sub.add_parser("worker", parents=[dsn], help=_("help.worker"))
     p.add_argument("worker", metavar="MODULE:OBJECT",
-                   help="a brooq.Worker, or a callable returning one (e.g. myapp.jobs:worker)")
+                   help=_("help.worker.object"))
     add_setting_options(p)
     p.add_argument("--partition", action="append", metavar="DSN",
-                   help="work on this brooq partition (repeat for each; see docs/scale-out.md): "
-                        "one worker per partition, each with the settings given; --dsn is then "
-                        "unused")
+                   help=_("help.worker.partition"))
     p.add_argument("--processes", type=positive_int, default=1, metavar="N",
-                   help="run N worker processes under this one (one core each; SIGTERM stops "
-                        "them all gracefully, one that dies is restarted; default 1)")
+                   help=_("help.worker.processes"))
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
-                   help="live line in a terminal, log lines in a pipe (auto), or off")
+                   help=_("help.progress"))
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO",
-                   help="the worker's log messages on stderr (default INFO; failed attempts and dead "
-                        "jobs are ERROR, with the stack)")
+                   help=_("help.worker.log_level"))
     p.set_defaults(func=cmd_worker, parser=p)
 
-    p = sub.add_parser("enqueue", parents=[dsn], help="enqueue one job")
+    p = sub.add_parser("enqueue", parents=[dsn], help=_("help.enqueue"))
     p.add_argument("topic")
     p.add_argument("payload", metavar="JSON",
-                   help="the payload, e.g. '{\"to\": \"ann@example.com\"}'; - reads it from stdin")
-    p.add_argument("--key", help="idempotency key: one job per (topic, key)")
+                   help=_("help.enqueue.payload"))
+    p.add_argument("--key", help=_("help.enqueue.key"))
     when = p.add_mutually_exclusive_group()
-    when.add_argument("--delay", type=parse_duration, help="not before now + delay, e.g. 5s")
-    when.add_argument("--at", type=instant, help="not before this instant (ISO 8601 with zone)")
-    p.add_argument("--priority", type=int, default=0, help="higher is claimed first (default 0)")
+    when.add_argument("--delay", type=parse_duration, help=_("help.enqueue.delay"))
+    when.add_argument("--at", type=instant, help=_("help.enqueue.at"))
+    p.add_argument("--priority", type=int, default=0, help=_("help.enqueue.priority"))
     p.set_defaults(func=cmd_enqueue, parser=p)
 
     as_json = Parser(add_help=False)
     as_json.add_argument("--json", action="store_true",
-                         help="print JSON for scripts (instants ISO 8601, durations in seconds)")
+                         help=_("help.json"))
 
-    p = sub.add_parser("job", parents=[dsn, as_json], help="a job's fate, on one line")
+    p = sub.add_parser("job", parents=[dsn, as_json], help=_("help.job"))
     p.add_argument("id", type=job_id)
     p.set_defaults(func=cmd_job, parser=p)
 
     p = sub.add_parser("jobs", parents=[dsn, as_json],
-                       help="list jobs, newest first: brooq jobs --state dead --topic email")
-    p.add_argument("--topic", help="only this topic")
+                       help=_("help.jobs"))
+    p.add_argument("--topic", help=_("help.jobs.topic"))
     p.add_argument("--state", action="append", choices=STATES,
-                   help="only this state (repeat for several)")
-    p.add_argument("--limit", type=job_limit, default=50, help="at most this many (default 50)")
+                   help=_("help.jobs.state"))
+    p.add_argument("--limit", type=job_limit, default=50, help=_("help.jobs.limit"))
     p.set_defaults(func=cmd_jobs, parser=p)
 
-    p = sub.add_parser("stats", parents=[dsn, as_json], help="depth and lag by topic")
+    p = sub.add_parser("stats", parents=[dsn, as_json], help=_("help.stats"))
     p.set_defaults(func=cmd_stats, parser=p)
 
     p = sub.add_parser("schedule", parents=[dsn, as_json],
-                       help="a periodic job on pg_cron: brooq schedule NAME CRON TOPIC [JSON] | --list")
-    p.add_argument("name", nargs="?", metavar="NAME", help="1 to 48 of a-z 0-9 . - _")
+                       help=_("help.schedule"))
+    p.add_argument("name", nargs="?", metavar="NAME", help=_("help.schedule.name"))
     p.add_argument("cron", nargs="?", metavar="CRON",
-                   help="a pg_cron schedule, e.g. '0 3 * * *' (or '30 seconds' on pg_cron 1.5+)")
-    p.add_argument("topic", nargs="?", metavar="TOPIC", help="a declared topic")
-    p.add_argument("payload", nargs="?", metavar="JSON", help="the payload of every job (default {}); - reads stdin")
-    p.add_argument("--priority", type=int, default=0, help="the priority of every job (default 0)")
-    p.add_argument("--list", action="store_true", help="list the schedules and the last job of each")
+                   help=_("help.schedule.cron"))
+    p.add_argument("topic", nargs="?", metavar="TOPIC", help=_("help.schedule.topic"))
+    p.add_argument("payload", nargs="?", metavar="JSON", help=_("help.schedule.payload"))
+    p.add_argument("--priority", type=int, default=0, help=_("help.schedule.priority"))
+    p.add_argument("--list", action="store_true", help=_("help.schedule.list"))
     p.set_defaults(func=cmd_schedule, parser=p)
 
-    p = sub.add_parser("unschedule", parents=[dsn], help="remove a periodic job")
+    p = sub.add_parser("unschedule", parents=[dsn], help=_("help.unschedule"))
     p.add_argument("name", metavar="NAME")
     p.set_defaults(func=cmd_unschedule, parser=p)
 
     p = sub.add_parser("health", parents=[dsn, as_json],
-                       help="what needs a person: vacuum, expired leases, paused topics (exit 3 warn, 4 fail)")
+                       help=_("help.health"))
     p.set_defaults(func=cmd_health, parser=p)
 
-    p = sub.add_parser("cancel", parents=[dsn], help="cancel a job that is not finished")
+    p = sub.add_parser("cancel", parents=[dsn], help=_("help.cancel"))
     p.add_argument("id", type=job_id)
     p.set_defaults(func=cmd_cancel, parser=p)
 
     p = sub.add_parser("retry", parents=[dsn],
-                       help="re-drive a dead or canceled job: brooq retry JOB_ID | --dead TOPIC")
-    p.add_argument("id", type=job_id, nargs="?", metavar="JOB_ID", help="a dead or canceled job")
-    p.add_argument("--dead", metavar="TOPIC", help="the topic's dead jobs instead, oldest first")
-    p.add_argument("--canceled", action="store_true", help="with --dead: its canceled jobs too")
+                       help=_("help.retry"))
+    p.add_argument("id", type=job_id, nargs="?", metavar="JOB_ID", help=_("help.retry.id"))
+    p.add_argument("--dead", metavar="TOPIC", help=_("help.retry.dead"))
+    p.add_argument("--canceled", action="store_true", help=_("help.retry.canceled"))
     p.add_argument("--max-jobs", type=positive_int, metavar="N",
-                   help="with --dead: at most N jobs (default 1000, at most 100000)")
+                   help=_("help.retry.max_jobs"))
     p.add_argument("--since", type=instant, metavar="TIME",
-                   help="with --dead: only jobs that died (or were canceled) at or after TIME (ISO 8601)")
+                   help=_("help.retry.since"))
     p.set_defaults(func=cmd_retry, parser=p)
 
     p = sub.add_parser("flush", parents=[dsn],
-                       help="delete a topic's waiting jobs (pending, failed), or --completed ones")
+                       help=_("help.flush"))
     p.add_argument("topic")
     p.add_argument("--completed", action="store_true",
-                   help="the finished jobs instead (done, dead, canceled), without waiting for retention")
-    p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+                   help=_("help.flush.completed"))
+    p.add_argument("--yes", action="store_true", help=_("help.flush.yes"))
     p.set_defaults(func=cmd_flush, parser=p)
 
-    p = sub.add_parser("declare-topic", parents=[dsn], help="create a topic or set its settings")
+    p = sub.add_parser("declare-topic", parents=[dsn], help=_("help.declare_topic"))
     p.add_argument("name")
-    p.add_argument("--max-attempts", type=positive_int, default=5, help="default 5")
-    p.add_argument("--backoff-base", type=parse_duration, help="first retry delay (default 1s)")
-    p.add_argument("--backoff-max", type=parse_duration, help="cap on retry delays (default 1m)")
-    p.add_argument("--retention", type=parse_duration, help="keep finished jobs (default 30d; 0s: forever)")
-    p.add_argument("--max-payload-bytes", type=positive_int, help="default 1048576")
+    p.add_argument("--max-attempts", type=positive_int, default=5, help=_("help.declare_topic.max_attempts"))
+    p.add_argument("--backoff-base", type=parse_duration, help=_("help.declare_topic.backoff_base"))
+    p.add_argument("--backoff-max", type=parse_duration, help=_("help.declare_topic.backoff_max"))
+    p.add_argument("--retention", type=parse_duration, help=_("help.declare_topic.retention"))
+    p.add_argument("--max-payload-bytes", type=positive_int, help=_("help.declare_topic.max_payload_bytes"))
     p.add_argument("--max-execution", type=parse_duration,
-                   help="a job's time across all its attempts, from its first claim (default: no limit)")
+                   help=_("help.declare_topic.max_execution"))
     p.add_argument("--no-notify", dest="notify", action="store_false",
-                   help="do not NOTIFY workers on enqueue (they poll)")
+                   help=_("help.declare_topic.no_notify"))
     p.set_defaults(func=cmd_declare_topic, parser=p)
 
-    for name, text in (("pause", "stop claims of a topic's jobs"), ("resume", "claim a paused topic again")):
+    for name, text in (("pause", _("help.pause")), ("resume", _("help.resume"))):
         p = sub.add_parser(name, parents=[dsn], help=text)
         p.add_argument("topic")
         p.set_defaults(func=cmd_pause, parser=p)
 
-    p = sub.add_parser("deploy", parents=[dsn], help="apply the schema (sqitch, else psql)")
+    p = sub.add_parser("deploy", parents=[dsn], help=_("help.deploy"))
     p.add_argument("--method", choices=["auto", "sqitch", "psql"], default="auto",
-                   help="sqitch deploy --verify, psql -f sql/install.sql, or auto (sqitch if present)")
-    p.add_argument("--root", type=Path, help="the brooq source tree (default: found from the package)")
-    p.add_argument("-v", "--verbose", action="store_true", help="print the tool's output")
+                   help=_("help.deploy.method"))
+    p.add_argument("--root", type=Path, help=_("help.deploy.root"))
+    p.add_argument("-v", "--verbose", action="store_true", help=_("help.deploy.verbose"))
     p.set_defaults(func=cmd_deploy, parser=p)
 
     p = sub.add_parser("dashboard", parents=[dsn],
-                       help="a web page over the queue: topics, jobs in flight, dead jobs, actions")
+                       help=_("help.dashboard"))
     p.add_argument("--address", default="127.0.0.1:9470", metavar="HOST:PORT",
-                   help="where to listen (default 127.0.0.1:9470; port 0: a free one)")
+                   help=_("help.dashboard.address"))
     p.add_argument("--public", action="store_true",
-                   help="allow an address that is not loopback")
-    p.add_argument("--token", help="the token that allows actions (default: $BROOQ_DASHBOARD_TOKEN; "
-                                   "none: read-only); at least 16 characters")
+                   help=_("help.dashboard.public"))
+    p.add_argument("--token", help=_("help.dashboard.token"))
     p.add_argument("--token-file", type=Path, metavar="PATH",
-                   help="read the token from this file (e.g. systemd's LoadCredential=)")
+                   help=_("help.dashboard.token_file"))
     p.set_defaults(func=cmd_dashboard, parser=p)
 
     p = sub.add_parser("demo", parents=[dsn],
-                       help="throwaway PostgreSQL, jobs enqueued from SQL, a worker with live progress")
-    p.add_argument("--jobs", type=demo_jobs, default=5000, help="how many jobs, 20 or more (default 5000)")
+                       help=_("help.demo"))
+    p.add_argument("--jobs", type=demo_jobs, default=5000, help=_("help.demo.jobs"))
     p.add_argument("--timeout", type=parse_duration, default=timedelta(seconds=90),
-                   help="stop the worker after this long even if jobs remain (default 90s)")
+                   help=_("help.demo.timeout"))
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
-                   help="live line in a terminal, log lines in a pipe (auto), or off")
+                   help=_("help.progress"))
     p.set_defaults(func=cmd_demo, parser=p)
     return parser
 
