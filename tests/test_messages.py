@@ -190,7 +190,8 @@ def test_the_cli_speaks_russian_tables_plurals_and_help(db: str) -> None:
 
 # --- no user-facing text inline in the CLI modules -----------------------------------
 
-TRANSLATED_MODULES = ["cli.py", "text.py", "deploy.py", "processes.py", "progress.py", "demo.py"]
+TRANSLATED_MODULES = ["cli.py", "text.py", "deploy.py", "processes.py", "progress.py", "demo.py",
+                      "dashboard.py", "dashboard_html.py"]
 WRITERS = {"write", "print", "debug", "info", "warning", "error"}  # out.write(), print(), log.info()
 RAISED = {"Failure", "UsageError", "ArgumentTypeError", "DeployError"}
 TEXT_KEYWORDS = {"help", "description"}
@@ -239,3 +240,22 @@ def test_the_inline_text_scan_finds_inline_text(tmp_path: Path) -> None:
 
 def test_there_is_a_russian_catalogue() -> None:
     assert [p.parts[-3] for p in messages.catalogues()] == ["ru"]
+
+
+def test_the_dashboard_pages_follow_brooq_lang_and_stay_escaped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from brooq.tools import dashboard_html as html
+
+    view = html.View(admin=False, csrf="", can_log_in=True, path="/", here="/")
+    monkeypatch.setenv("BROOQ_LANG", "ru")
+    empty = html.topics(view, [], {})
+    assert '<html lang="ru">' in empty and ">Темы</a>" in empty
+    assert ("Тем пока нет: обработчик объявляет свои темы при запуске, или выполните "
+            "<code>brooq declare-topic NAME</code>.") in empty
+    shown = html.message(view, "<b>x</b>", "<script>alert(1)</script> & co")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in shown and "<script>" not in shown
+    assert "назад к темам" in shown
+    monkeypatch.setenv("BROOQ_LANG", "en")
+    empty = html.topics(view, [], {})
+    assert '<html lang="en">' in empty and ">Topics</a>" in empty and ">Dead &amp; failed</a>" in empty
+    assert "<code>brooq declare-topic NAME</code>" in empty

@@ -289,6 +289,110 @@ ENGLISH: dict[str, str] = {
     'demo.kind.vip': 'enqueued last, claimed first',
     'demo.kind.jobs': 'jobs',
     'demo.the_dsn_given': '(the DSN given)',
+    'dash.more_characters': '... ({count} more characters)',
+    'dash.tab.topics': 'Topics',
+    'dash.tab.in_flight': 'In flight',
+    'dash.tab.jobs': 'Dead & failed',
+    'dash.admin': 'admin',
+    'dash.log_out': 'log out',
+    'dash.read_only': 'read-only',
+    'dash.log_in': 'log in',
+    'dash.no_token': 'started without a token',
+    'dash.chart_label': 'jobs finished per minute',
+    'dash.minutes_ago': '{minutes} min ago',
+    'dash.this_minute': 'this minute',
+    'dash.bar': '{when}: {done} done, {dead} dead',
+    'dash.no_topics': 'No topics yet: a worker declares its topics when it starts, or run {command}.',
+    'dash.paused': 'paused',
+    'dash.running': 'running',
+    'dash.expired': 'expired',
+    'dash.pause': 'pause',
+    'dash.resume': 'resume',
+    'dash.cancel': 'cancel',
+    'dash.redrive': 're-drive',
+    'dash.col.topic': 'topic',
+    'dash.col.claims': 'claims',
+    'dash.col.ready': 'ready',
+    'dash.col.scheduled': 'scheduled',
+    'dash.col.failed_to_retry': 'failed, to retry',
+    'dash.col.in_flight': 'in flight',
+    'dash.col.lease_expired': 'lease expired',
+    'dash.col.oldest_ready': 'oldest ready',
+    'dash.col.finished_per_minute': 'finished / minute, last 15 min',
+    'dash.col.avg_per_minute': 'avg / min',
+    'dash.col.dead_15': 'dead, 15 min',
+    'dash.topics_note': "ready: claimable now; scheduled: waiting for their time (a delay or a retry's backoff); failed: waiting for a retry. Finished jobs are counted by the time they were settled (done in green, dead in red), one bar a minute. Reload the page to refresh.",
+    'dash.nothing_in_flight': 'No job is being processed.',
+    'dash.col.job': 'job',
+    'dash.col.attempt': 'attempt',
+    'dash.col.held_by': 'held by',
+    'dash.col.claimed': 'claimed',
+    'dash.col.for': 'for',
+    'dash.col.lease_left': 'lease left',
+    'dash.col.progress': 'progress',
+    'dash.in_flight_note': 'The longest held first. A lease that expired goes back to its topic at the next reap.',
+    'dash.every_topic': 'every topic',
+    'dash.dead_and_failed': 'dead and failed',
+    'dash.filter.topic': 'topic',
+    'dash.filter.state': 'state',
+    'dash.show': 'show',
+    'dash.no_job_matches': 'No job matches.',
+    'dash.col.state': 'state',
+    'dash.col.attempts': 'attempts',
+    'dash.col.since': 'since',
+    'dash.col.last_error': 'last error',
+    'dash.jobs_note': 'Newest first, at most 200. Failed jobs wait for a retry; dead ones used up their attempts.',
+    'dash.fact.topic': 'topic',
+    'dash.fact.state': 'state',
+    'dash.fact.attempts': 'attempts',
+    'dash.attempts_of': '{attempts} of {max_attempts}',
+    'dash.fact.priority': 'priority',
+    'dash.fact.key': 'idempotency key',
+    'dash.fact.created': 'created',
+    'dash.fact.updated': 'updated',
+    'dash.fact.available': 'available at',
+    'dash.fact.held_by': 'held by',
+    'dash.fact.lease_until': 'lease until',
+    'dash.last_error': 'Last error',
+    'dash.payload': 'Payload',
+    'dash.result': 'Result',
+    'dash.progress': 'Progress',
+    'dash.job_title': 'Job {id}',
+    'dash.read_only_title': 'Read-only',
+    'dash.read_only_text': 'This dashboard was started without a token (--token or BROOQ_DASHBOARD_TOKEN): it has no actions.',
+    'dash.log_in_title': 'Log in',
+    'dash.token_label': "the dashboard's token",
+    'dash.login_note': 'The token is checked once; the browser then holds a session cookie for 8 hours (HttpOnly, SameSite=Strict), not the token.',
+    'dash.back': 'back to the topics',
+    'dash.flash.canceled': 'Job canceled.',
+    'dash.flash.not-canceled': 'Not canceled: the job is already finished (done, dead, canceled).',
+    'dash.flash.retried': 'Job re-driven: it is pending again.',
+    'dash.flash.not-retried': 'Not re-driven: only a dead or canceled job can be.',
+    'dash.flash.paused': 'Topic paused: workers claim none of its jobs until it is resumed.',
+    'dash.flash.not-paused': 'The topic was already paused.',
+    'dash.flash.resumed': 'Topic resumed.',
+    'dash.flash.not-resumed': 'The topic was not paused.',
+    'dash.flash.login': 'Logged in: the actions are yours.',
+    'dash.flash.logout': 'Logged out: the dashboard is read-only.',
+    'dash.actions_need_admin': 'actions need brooq_admin',
+    'dash.reading_needs_grants': 'reading needs the grants of docs/dashboard.md, "Its database role"',
+    'dash.refused_by_db': 'Refused by the database',
+    'dash.role_may_not': "The dashboard's database role may not do this: {why} ({error}).",
+    'dash.db_error': 'The database answered with an error',
+    'dash.unknown_state': 'Unknown state',
+    'dash.choose_state': 'Choose dead, failed or canceled.',
+    'dash.job_not_found': 'Job {id} not found',
+    'dash.no_such_job': "No job has this id: never enqueued, or purged after its topic's retention.",
+    'dash.refused': 'Refused',
+    'dash.read_only_no_token': 'This dashboard is read-only: it was started without a token (--token or BROOQ_DASHBOARD_TOKEN).',
+    'dash.log_in_first': "Actions need the dashboard's token: log in first.",
+    'dash.bad_form': 'This form did not come from this dashboard (its CSRF field or origin is wrong): reload the page.',
+    'dash.read_only_login': 'This dashboard is read-only: it was started without a token.',
+    'dash.foreign_form': 'This form did not come from this dashboard.',
+    'dash.wrong_token': "That is not the dashboard's token.",
+    'dash.serving': 'brooq dashboard on http://{host}:{port}/ ({mode})',
+    'dash.mode_actions': "actions for the token's holder",
+    'dash.mode_read_only': 'read-only: no token',
 }
 
 
@@ -319,12 +423,24 @@ def _catalogue(lang: str | None) -> gettext.NullTranslations:
     return gettext.translation(DOMAIN, LOCALEDIR, languages=languages, fallback=True)
 
 
+def template(key: str) -> str:
+    """The text of `key` in the current language, its {fields} not filled in."""
+    text = _catalogue(language()).gettext(key)
+    return ENGLISH[key] if text == key else text  # no catalogue, or not in it: English
+
+
 def _(key: str, **fields: Any) -> str:
     """The text of `key` in the current language, its fields filled in."""
-    text = _catalogue(language()).gettext(key)
-    if text == key:  # no catalogue, or not in it: English
-        text = ENGLISH[key]
-    return text.format(**fields)
+    return template(key).format(**fields)
+
+
+def language_tag() -> str:
+    """The current language's tag (its catalogue's Language header; "en" without one),
+    e.g. for a web page's <html lang>."""
+    catalogue = _catalogue(language())
+    if isinstance(catalogue, gettext.GNUTranslations):
+        return catalogue.info().get("language", "en")
+    return "en"
 
 
 def plural_id(key: str) -> str:
