@@ -1,6 +1,8 @@
 """User-facing texts by symbolic key, from a gettext catalogue (docs/python-guide.md, "Language").
 
-ENGLISH is the source of truth: each key's English text with its `str.format` fields.
+ENGLISH is the source of truth: each key's English text with its `str.format` fields;
+PLURALS the texts with a count, (one, other) in English, a form per count in each catalogue
+(msgid_plural, msgstr[i], the Plural-Forms header): `_n(key, count, ...)`.
 Other languages are gettext catalogues, `locale/<lang>/LC_MESSAGES/brooq.po`, whose msgid
 is the key and msgstr the translation; the compiled `.mo` next to each is committed
 (`python -m brooq.messages` rebuilds them, pure Python, no msgfmt needed). The language:
