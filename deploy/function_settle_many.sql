@@ -29,13 +29,17 @@ begin;
 --   preserve  -> failed, the charged attempt is given back (attempts - 1), retried
 --                after least(coalesce(delay, backoff_base), backoff_max); never dead.
 --   cancel    -> canceled.
+--   dead      -> dead at once, whatever attempts are left: the handler's verdict
+--                that no attempt can succeed (a payload that does not fit its
+--                type). A recorded failure: its error is required (non-empty; it
+--                becomes last_error, the cause), attempts stay as claim charged them.
 -- Retention policies of the job's topic (brooq.declare_topic):
 --   retain_done => false     a job settled done is deleted by this very statement
 --                            (reported as done all the same; its result is not
 --                            stored); a job somebody watches (brooq.watch) is
 --                            kept, so its waiter reads its fate.
 --   retain_payload => false  the payload becomes 'null'::jsonb when the job becomes
---                            terminal (done, dead, canceled).
+--                            terminal (done, dead, canceled), by any outcome.
 -- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
 -- an outcome, so the job is no poison pill; see brooq.reap); errors[i], when given,
 -- becomes last_error (cut to 2000 characters).
@@ -46,8 +50,8 @@ begin;
 --   worker        the name given to claim
 --   job_ids       bigint[], no NULLs, no duplicates, at most 10,000
 --   lease_tokens  bigint[], the lease_token of each job's claim
---   outcomes      text[], one of done, failed, delay, preserve, cancel
---   errors        text[] or NULL
+--   outcomes      text[], one of done, failed, delay, preserve, cancel, dead
+--   errors        text[] or NULL; required (non-empty) where the outcome is dead
 --   delays        interval[] or NULL; required (>= 0) where the outcome is delay
 --   results       jsonb[] or NULL; stored for done
 --
@@ -55,7 +59,8 @@ begin;
 -- Errors:
 --   22004 null_value_not_allowed   worker or a required array or element is NULL
 --   22023 invalid_parameter_value  arrays of different lengths, duplicate ids,
---                                  an unknown outcome, a missing or negative delay
+--                                  an unknown outcome, a missing or negative delay,
+--                                  dead without an error
 --   54000 program_limit_exceeded   more than 10,000 jobs; a result larger than its
 --                                  topic's max_payload_bytes (nothing is written)
 -- Touches: updates (or, retain_done => false, deletes) up to cardinality(job_ids)
@@ -100,28 +105,34 @@ begin
                   hint = 'Settle at most 10000 jobs per call.';
     end if;
 
-    select u.ord, u.id, u.token, u.outcome, u.delay,
+    select u.ord, u.id, u.token, u.outcome, u.delay, u.error,
            count(*) over (partition by u.id) as copies
       into v_bad
-      from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes, settle_many.delays)
-           with ordinality as u(id, token, outcome, delay, ord)
+      from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes, settle_many.delays,
+                  settle_many.errors)
+           with ordinality as u(id, token, outcome, delay, error, ord)
      order by (u.id is null or u.token is null or u.outcome is null) desc,
-              (u.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel')) is true desc,
+              (u.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel', 'dead')) is true desc,
               (u.outcome = 'delay' and u.delay is null or u.delay < interval '0') is true desc,
+              (u.outcome = 'dead' and coalesce(btrim(u.error), '') = '') is true desc,
               copies desc
      limit 1;
     if v_n > 0 and (v_bad.id is null or v_bad.token is null or v_bad.outcome is null) then
         raise exception 'brooq.settle_many: element % has a NULL job id, lease token or outcome', v_bad.ord
             using errcode = 'null_value_not_allowed',
                   hint = 'Give each job its id, the lease_token that claim returned, and an outcome.';
-    elsif v_n > 0 and v_bad.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel') then
+    elsif v_n > 0 and v_bad.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel', 'dead') then
         raise exception 'unknown outcome "%" for job %', left(v_bad.outcome, 40), v_bad.id
             using errcode = 'invalid_parameter_value',
-                  hint = 'The outcome is one of done, failed, delay, preserve, cancel.';
+                  hint = 'The outcome is one of done, failed, delay, preserve, cancel, dead.';
     elsif v_n > 0 and (v_bad.outcome = 'delay' and v_bad.delay is null or v_bad.delay < interval '0') is true then
         raise exception 'invalid delay % for job %', coalesce(v_bad.delay::text, 'NULL'), v_bad.id
             using errcode = 'invalid_parameter_value',
                   hint = 'The outcome delay needs a delay of zero or more, e.g. ''30 seconds''.';
+    elsif v_n > 0 and (v_bad.outcome = 'dead' and coalesce(btrim(v_bad.error), '') = '') is true then
+        raise exception 'outcome dead without an error for job %', v_bad.id
+            using errcode = 'invalid_parameter_value',
+                  hint = 'The outcome dead records why no attempt can succeed: give its error, e.g. ''payload does not fit Order: id: missing''.';
     elsif v_n > 0 and v_bad.copies > 1 then
         raise exception 'job % appears % times in one settle_many call', v_bad.id, v_bad.copies
             using errcode = 'invalid_parameter_value',
@@ -139,6 +150,7 @@ begin
                    when u.outcome = 'done' then 'done'
                    when u.outcome = 'cancel' then 'canceled'
                    when u.outcome = 'preserve' then 'failed'
+                   when u.outcome = 'dead' then 'dead'
                    when j.attempts >= j.max_attempts then 'dead'
                    else 'failed'
                end,
@@ -158,7 +170,7 @@ begin
                -- retain_payload => false: the payload goes as the job becomes terminal
                payload = case
                    when t.retain_payload then j.payload
-                   when u.outcome in ('done', 'cancel')
+                   when u.outcome in ('done', 'cancel', 'dead')
                      or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
                    else j.payload
                end,
@@ -201,6 +213,7 @@ begin
                        when u.outcome = 'done' then 'done'
                        when u.outcome = 'cancel' then 'canceled'
                        when u.outcome = 'preserve' then 'failed'
+                       when u.outcome = 'dead' then 'dead'
                        when j.attempts >= j.max_attempts then 'dead'
                        else 'failed'
                    end,
@@ -219,7 +232,7 @@ begin
                    end,
                    payload = case
                        when t.retain_payload then j.payload
-                       when u.outcome in ('done', 'cancel')
+                       when u.outcome in ('done', 'cancel', 'dead')
                          or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
                        else j.payload
                    end,
@@ -261,7 +274,7 @@ end
 $$;
 
 comment on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) is
-'Settle many claimed jobs in one statement (outcomes done, failed, delay, preserve, cancel), fenced by worker and lease_token; jobs whose lease was lost are skipped. Errors: 22004 NULL argument, 22023 bad arrays or outcome, 54000 more than 10000 jobs or a result above max_payload_bytes.';
+'Settle many claimed jobs in one statement (outcomes done, failed, delay, preserve, cancel, dead), fenced by worker and lease_token; jobs whose lease was lost are skipped. dead makes a job dead at once, its error (required) recorded. Errors: 22004 NULL argument, 22023 bad arrays or outcome (dead without an error), 54000 more than 10000 jobs or a result above max_payload_bytes.';
 
 revoke all on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) from public;
 grant execute on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) to brooq_worker;

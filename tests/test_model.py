@@ -1,6 +1,6 @@
 """A Hypothesis stateful test of brooq's SQL functions against a model of SPEC.md section 3.
 
-Rules call enqueue, claim, heartbeat, settle (done, failed, delay, preserve, cancel),
+Rules call enqueue, claim, heartbeat, settle (done, failed, delay, preserve, cancel, dead),
 cancel, reap and purge on a frozen clock that only the test advances (brooq.now, a
 superuser's setting). After every step each row of brooq.job must equal the model's
 job: state, attempts, lease token, holder, lease deadline, available_at and updated_at.
@@ -59,6 +59,7 @@ class Job:
     locked_by: str | None = None
     locked_until: datetime | None = None
     lease_losses: int = 0
+    verdict: bool = False  # made dead at once by the outcome dead (the model's own note)
 
     def release(self, now: datetime) -> None:
         self.locked_by = None
@@ -164,7 +165,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             if held:
                 self.jobs[c.job_id].locked_until = self.now + lease
 
-        @rule(c=claims, outcome=st.sampled_from(["done", "failed", "delay", "preserve", "cancel"]),
+        @rule(c=claims, outcome=st.sampled_from(["done", "failed", "delay", "preserve", "cancel", "dead"]),
               delay=st.none() | st.integers(min_value=0, max_value=100))
         def settle(self, c: Claim, outcome: str, delay: int | None) -> None:
             if outcome == "delay" and delay is None:
@@ -187,6 +188,8 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             elif outcome == "preserve":
                 j.state, j.attempts = "failed", max(j.attempts - 1, 0)
                 j.available_at = self.now + min(d if d is not None else BACKOFF_BASE, BACKOFF_MAX)
+            elif outcome == "dead":
+                j.state, j.verdict = "dead", True  # at once, whatever attempts are left
             elif j.attempts >= MAX_ATTEMPTS:
                 j.state = "dead"
             elif outcome == "delay":
@@ -261,8 +264,10 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                 expected = (j.state, j.attempts, j.token, j.locked_by, j.locked_until, j.available_at,
                             j.updated_at, j.lease_losses)
                 assert rows[j.id] == expected, (j.id, rows[j.id], expected)
-                # invariant 7, amended: a failure on the last attempt, or the poison pill
-                assert j.state != "dead" or j.attempts >= MAX_ATTEMPTS or j.lease_losses >= MAX_LEASE_LOSSES
+                # invariant 7, amended: a failure on the last attempt, the poison pill, or
+                # the outcome dead
+                assert j.state != "dead" or j.attempts >= MAX_ATTEMPTS or j.lease_losses >= MAX_LEASE_LOSSES \
+                    or j.verdict
 
         def teardown(self) -> None:
             conn.execute("reset brooq.now")

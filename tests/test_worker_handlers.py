@@ -73,6 +73,14 @@ def test_every_handler_signal(db: str, conn: Conn) -> None:
     def cancel(job: brooq.Job) -> None:
         raise brooq.Cancel("not wanted")
 
+    @worker.handler("dead", max_attempts=5, **settings)
+    def dead(job: brooq.Job) -> None:
+        raise brooq.Dead("account closed")
+
+    @worker.handler("dead-wrapped", max_attempts=5, **settings)
+    def dead_wrapped(job: brooq.Job) -> None:
+        raise ValueError("closed") from brooq.Dead()
+
     @worker.handler("boom", **settings)
     def boom(job: brooq.Job) -> None:
         secret = "hunter2"  # a local: must never reach last_error
@@ -86,7 +94,8 @@ def test_every_handler_signal(db: str, conn: Conn) -> None:
     def not_json(job: brooq.Job) -> Any:
         return {"when": object()}
 
-    topics = ["ret", "none", "retry", "retry-backoff", "preserve", "cancel", "boom", "last", "not-json"]
+    topics = ["ret", "none", "retry", "retry-backoff", "preserve", "cancel", "dead", "dead-wrapped", "boom", "last",
+              "not-json"]
     with running(worker):
         ids = {t: enqueue_sql(conn, t) for t in topics}
         fates = {t: wait_for(lambda i=i: settled(conn, i), what=t) for t, i in ids.items()}
@@ -104,6 +113,12 @@ def test_every_handler_signal(db: str, conn: Conn) -> None:
     assert (p.state, p.attempts, waits(p)) == ("failed", 0, 30)
     c = fates["cancel"]
     assert (c.state, c.last_error) == ("canceled", "Cancel: not wanted")
+    # Dead: dead at once, on attempt 1 of 5, the reason recorded (wrapped too, as errors.As)
+    d = fates["dead"]
+    assert (d.state, d.attempts, d.last_error) == ("dead", 1, "Dead: account closed")
+    dw = fates["dead-wrapped"]
+    assert (dw.state, dw.attempts, dw.last_error) == (
+        "dead", 1, "dead: no attempt can succeed (the handler) (raised as ValueError: closed)")
     b = fates["boom"]
     assert (b.state, b.last_error) == ("failed", "ValueError: bad input 7")
     assert (fates["last"].state, fates["last"].last_error) == ("dead", "RuntimeError: gave up")
@@ -112,8 +127,8 @@ def test_every_handler_signal(db: str, conn: Conn) -> None:
     assert nj.last_error == "the return value is not JSON: TypeError: Object of type object is not JSON serializable"
 
     s = worker.snapshot()
-    assert (s.claimed, s.done, s.failed, s.retried, s.dead, s.canceled, s.lease_lost) == (9, 2, 3, 2, 1, 1, 0)
-    assert s.topics["last"].dead == 1
+    assert (s.claimed, s.done, s.failed, s.retried, s.dead, s.canceled, s.lease_lost) == (11, 2, 3, 2, 3, 1, 0)
+    assert s.topics["last"].dead == s.topics["dead"].dead == s.topics["dead-wrapped"].dead == 1
 
 
 def test_async_handlers_run_on_the_workers_event_loop(db: str, conn: Conn) -> None:

@@ -1,10 +1,12 @@
 """Typed payloads: a handler's payload parameter annotated with a dataclass, a TypedDict
 or a pydantic model gets the payload decoded and validated; a payload that does not fit
-goes dead at once (recorded failures, no backoff) with a message naming the field."""
+goes dead at once (one attempt, settled with the outcome dead) with a message naming
+the field."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from datetime import timedelta
 from typing import Any, Literal, TypedDict
 
@@ -74,11 +76,12 @@ def test_pydantic_models_are_validated_by_pydantic() -> None:
 
 
 def test_a_typed_handler_gets_its_payload_decoded_and_a_bad_one_goes_dead_at_once(
-        db: str, conn: Conn) -> None:
+        db: str, conn: Conn, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="brooq")
     worker = brooq.Worker(db, **FAST)
     got: list[Any] = []
 
-    @worker.handler("orders", max_attempts=4, backoff_base=timedelta(minutes=5), backoff_max=timedelta(minutes=5))
+    @worker.handler("orders", max_attempts=5, backoff_base=timedelta(minutes=5), backoff_max=timedelta(minutes=5))
     def orders(job: brooq.Job, order: Order) -> Any:
         got.append(order)
         return {"items": len(order.items)}
@@ -98,12 +101,18 @@ def test_a_typed_handler_gets_its_payload_decoded_and_a_bad_one_goes_dead_at_onc
     assert got == [Order(7, [Item("a", 1), Item("b", 2)])]
     assert (done[good].state, done[good].result) == ("done", {"items": 2})
     assert (done[typed_dict].state, done[typed_dict].result) == ("done", "welcome")
-    # every attempt fails at once (no backoff: 5 minutes would keep it waiting), the last dead
+    # dead after exactly one attempt of five: a payload that does not fit never will
     b = done[bad]
-    assert (b.state, b.attempts) == ("dead", 4)
+    assert (b.state, b.attempts, b.max_attempts) == ("dead", 1, 5)
     assert b.last_error == "payload does not fit Order: items[0].sku: missing"
     bm = done[bad_mail]
-    assert (bm.state, bm.attempts, bm.last_error) == ("dead", 5, "payload does not fit Mail: kind: missing")
+    assert (bm.state, bm.attempts, bm.last_error) == ("dead", 1, "payload does not fit Mail: kind: missing")
+    topics = worker.snapshot().topics
+    assert (topics["orders"].dead, topics["orders"].failed, topics["orders"].retried) == (1, 0, 0)
+    # logged once, at ERROR, with the reason (and no attempt line before it)
+    about_bad = [(r.levelno, r.getMessage()) for r in caplog.records if f"job {bad} " in r.getMessage()]
+    dead_line = f"job {bad} (orders) is dead after attempt 1/5: payload does not fit Order: items[0].sku: missing"
+    assert about_bad == [(logging.ERROR, dead_line)]
 
 
 def test_producers_enqueue_pydantic_models(db: str, conn: Conn) -> None:

@@ -44,7 +44,7 @@ from brooq.producer import (
     list_jobs,
     topic_stats,
 )
-from brooq.signals import Cancel, HandlerSignal, PreserveAttempt, Retry
+from brooq.signals import Cancel, Dead, HandlerSignal, PreserveAttempt, Retry
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 from brooq.waiting import wait, wait_async
 from brooq.worker import Worker
@@ -55,6 +55,7 @@ __all__ = [
     "Canceled",
     "ConfigError",
     "ConnectError",
+    "Dead",
     "Enqueued",
     "HandlerSignal",
     "InvalidArgument",

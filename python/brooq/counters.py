@@ -11,7 +11,7 @@ registration on, so a reader never sees a dict change size.
 
 from __future__ import annotations
 
-from brooq.outcome import SETTLED_AS, SettledAs
+from brooq.outcome import OUTCOMES, OutcomeName
 from brooq.snapshot import TopicSnapshot
 
 
@@ -23,7 +23,7 @@ class TopicCounters:
     def __init__(self) -> None:
         self.busy = 0  # a gauge, not a count: handlers of the topic running now (set by the loop)
         self.claimed = 0
-        self.settled: dict[SettledAs, int] = dict.fromkeys(SETTLED_AS, 0)
+        self.settled: dict[OutcomeName, int] = dict.fromkeys(OUTCOMES, 0)
         self.lease_lost = 0
         self.hung = 0
 

@@ -1,6 +1,8 @@
 """User-facing texts by symbolic key, from a gettext catalogue (docs/python-guide.md, "Language").
 
-ENGLISH is the source of truth: each key's English text with its `str.format` fields.
+ENGLISH is the source of truth: each key's English text with its `str.format` fields;
+PLURALS the texts with a count, (one, other) in English, a form per count in each catalogue
+(msgid_plural, msgstr[i], the Plural-Forms header): `_n(key, count, ...)`.
 Other languages are gettext catalogues, `locale/<lang>/LC_MESSAGES/brooq.po`, whose msgid
 is the key and msgstr the translation; the compiled `.mo` next to each is committed
 (`python -m brooq.messages` rebuilds them, pure Python, no msgfmt needed). The language:
@@ -90,6 +92,327 @@ ENGLISH: dict[str, str] = {
     "cli.already_paused": "topic {topic} was already paused",
     "cli.resumed": "resumed topic {topic}",
     "cli.not_paused": "topic {topic} was not paused",
+    'cli.enqueued': 'id={id} created={created}',
+    'cli.not_a_json_value': '{constant} is not a JSON value',
+    'cli.bad_json': 'the payload is not valid JSON: {error} (in {text!r})',
+    'cli.yes': 'yes',
+    'cli.no': 'no',
+    'cli.purged': 'purged',
+    'cli.max_jobs_reached': 'stopped at --max-jobs {max_jobs}: run it again for the rest',
+    'cli.retry_needs_one': "give a JOB_ID, or --dead TOPIC for a topic's dead jobs",
+    'cli.retry_dead_options': '--canceled, --max-jobs and --since go with --dead TOPIC',
+    'cli.schedule_list_alone': '--list takes no NAME, CRON, TOPIC or JSON',
+    'cli.schedule_usage': "give NAME CRON TOPIC [JSON], e.g. brooq schedule nightly '0 3 * * *' report, or --list",
+    'cli.scheduled': 'scheduled {name}: {cron!r} enqueues a job of topic {topic} each time (pg_cron job {jobid})',
+    'cli.declared_settings': 'declared topic {topic}: max_attempts={max_attempts} backoff_base={backoff_base} backoff_max={backoff_max} retention={retention} max_payload_bytes={max_payload_bytes} notify={notify}{paused}',
+    'cli.paused_mark': ' (paused)',
+    'cli.deploy_adopted': "recorded schema {version} (installed without sqitch) in sqitch's registry",
+    'cli.deploy_up_to_date': 'nothing to deploy: the schema is up to date (sqitch)',
+    'cli.deployed_psql': 'deployed sql/install.sql with psql',
+    'cli.invalid_worker': 'invalid worker {spec!r}: use MODULE:OBJECT, e.g. myapp.jobs:worker',
+    'cli.cannot_import': 'cannot import {module!r}: {error}',
+    'cli.no_attribute': 'module {module!r} has no {attr!r}',
+    'cli.call_failed': 'calling {spec}() failed: {error}',
+    'cli.not_a_worker': '{spec} is a {type}, not a brooq.Worker (OBJECT is a brooq.Worker or a callable returning one)',
+    'cli.token_file': 'cannot read the token file {path}: {error}',
+    'cli.dashboard_needs': 'brooq dashboard needs Starlette and Uvicorn: {hint}',
+    'cli.bad_address': '--address: {error}',
+    'cli.not_loopback': '--address: {host} is not a loopback address; pass --public to serve the dashboard there anyway (behind TLS: docs/dashboard.md)',
+    'cli.cannot_listen': 'cannot listen on {address}: {error}',
+    'cli.invalid_number': 'invalid number {text!r}',
+    'cli.at_least_1': '{text} must be at least 1',
+    'cli.too_few_demo_jobs': '{text} is too few: the demo needs 20 jobs or more',
+    'cli.more_than_10000': '{text} is more than 10000',
+    'cli.invalid_job_id': 'invalid job id {text!r}: a job id is a number',
+    'cli.invalid_time': 'invalid time {text!r}: use ISO 8601 with a zone, e.g. 2030-01-01T12:00:00+00:00',
+    'cli.time_without_zone': 'invalid time {text!r}: give a time zone, e.g. +00:00 or Z',
+    'cli.usage_line': 'usage: brooq COMMAND [options]   (brooq COMMAND --help for its options)',
+    'cli.commands': 'commands:',
+    'cli.dsn_note': 'Every command that talks to a database takes --dsn (default: $BROOQ_DSN).',
+    'col.id': 'id',
+    'col.topic': 'topic',
+    'col.state': 'state',
+    'col.attempts': 'attempts',
+    'col.updated': 'updated',
+    'col.last_error': 'last_error',
+    'col.paused': 'paused',
+    'col.pending': 'pending',
+    'col.failed': 'failed',
+    'col.ready': 'ready',
+    'col.scheduled': 'scheduled',
+    'col.processing': 'processing',
+    'col.expired': 'expired',
+    'col.oldest_ready': 'oldest ready',
+    'col.held': 'held',
+    'col.name': 'name',
+    'col.cron': 'cron',
+    'col.payload': 'payload',
+    'col.priority': 'priority',
+    'col.last_tick': 'last tick',
+    'col.last_job': 'last job',
+    'col.check': 'check',
+    'col.status': 'status',
+    'col.detail': 'detail',
+    'help.description': 'brooq: a job queue in PostgreSQL.',
+    'help.dsn': 'the database (default: $BROOQ_DSN)',
+    'help.worker': 'run a worker: brooq worker MODULE:OBJECT',
+    'help.worker.object': 'a brooq.Worker, or a callable returning one (e.g. myapp.jobs:worker)',
+    'help.worker.setting': '{doc} (default: {default}; ${variable})',
+    'help.worker.partition': 'work on this brooq partition (repeat for each; see docs/scale-out.md): one worker per partition, each with the settings given; --dsn is then unused',
+    'help.worker.processes': 'run N worker processes under this one (one core each; SIGTERM stops them all gracefully, one that dies is restarted; default 1)',
+    'help.progress': 'live line in a terminal, log lines in a pipe (auto), or off',
+    'help.worker.log_level': "the worker's log messages on stderr (default INFO; failed attempts and dead jobs are ERROR, with the stack)",
+    'help.enqueue': 'enqueue one job',
+    'help.enqueue.payload': 'the payload, e.g. \'{{"to": "ann@example.com"}}\'; - reads it from stdin',
+    'help.enqueue.key': 'idempotency key: one job per (topic, key)',
+    'help.enqueue.delay': 'not before now + delay, e.g. 5s',
+    'help.enqueue.at': 'not before this instant (ISO 8601 with zone)',
+    'help.enqueue.priority': 'higher is claimed first (default 0)',
+    'help.json': 'print JSON for scripts (instants ISO 8601, durations in seconds)',
+    'help.job': "a job's fate, on one line",
+    'help.jobs': 'list jobs, newest first: brooq jobs --state dead --topic email',
+    'help.jobs.topic': 'only this topic',
+    'help.jobs.state': 'only this state (repeat for several)',
+    'help.jobs.limit': 'at most this many (default 50)',
+    'help.stats': 'depth and lag by topic',
+    'help.schedule': 'a periodic job on pg_cron: brooq schedule NAME CRON TOPIC [JSON] | --list',
+    'help.schedule.name': '1 to 48 of a-z 0-9 . - _',
+    'help.schedule.cron': "a pg_cron schedule, e.g. '0 3 * * *' (or '30 seconds' on pg_cron 1.5+)",
+    'help.schedule.topic': 'a declared topic',
+    'help.schedule.payload': 'the payload of every job (default {{}}); - reads stdin',
+    'help.schedule.priority': 'the priority of every job (default 0)',
+    'help.schedule.list': 'list the schedules and the last job of each',
+    'help.unschedule': 'remove a periodic job',
+    'help.health': 'what needs a person: vacuum, expired leases, paused topics (exit 3 warn, 4 fail)',
+    'help.cancel': 'cancel a job that is not finished',
+    'help.retry': 're-drive a dead or canceled job: brooq retry JOB_ID | --dead TOPIC',
+    'help.retry.id': 'a dead or canceled job',
+    'help.retry.dead': "the topic's dead jobs instead, oldest first",
+    'help.retry.canceled': 'with --dead: its canceled jobs too',
+    'help.retry.max_jobs': 'with --dead: at most N jobs (default 1000, at most 100000)',
+    'help.retry.since': 'with --dead: only jobs that died (or were canceled) at or after TIME (ISO 8601)',
+    'help.flush': "delete a topic's waiting jobs (pending, failed), or --completed ones",
+    'help.flush.completed': 'the finished jobs instead (done, dead, canceled), without waiting for retention',
+    'help.flush.yes': 'do not ask (needed when stdin is not a terminal)',
+    'help.declare_topic': 'create a topic or set its settings',
+    'help.declare_topic.max_attempts': 'default 5',
+    'help.declare_topic.backoff_base': 'first retry delay (default 1s)',
+    'help.declare_topic.backoff_max': 'cap on retry delays (default 1m)',
+    'help.declare_topic.retention': 'keep finished jobs (default 30d; 0s: forever)',
+    'help.declare_topic.max_payload_bytes': 'default 1048576',
+    'help.declare_topic.max_execution': "a job's time across all its attempts, from its first claim (default: no limit)",
+    'help.declare_topic.no_notify': 'do not NOTIFY workers on enqueue (they poll)',
+    'help.pause': "stop claims of a topic's jobs",
+    'help.resume': 'claim a paused topic again',
+    'help.deploy': 'apply the schema (sqitch, else psql)',
+    'help.deploy.method': 'sqitch deploy --verify, psql -f sql/install.sql, or auto (sqitch if present)',
+    'help.deploy.root': 'the brooq source tree (default: found from the package)',
+    'help.deploy.verbose': "print the tool's output",
+    'help.dashboard': 'a web page over the queue: topics, jobs in flight, dead jobs, actions',
+    'help.dashboard.address': 'where to listen (default 127.0.0.1:9470; port 0: a free one)',
+    'help.dashboard.public': 'allow an address that is not loopback',
+    'help.dashboard.token': 'the token that allows actions (default: $BROOQ_DASHBOARD_TOKEN; none: read-only); at least 16 characters',
+    'help.dashboard.token_file': "read the token from this file (e.g. systemd's LoadCredential=)",
+    'help.demo': 'throwaway PostgreSQL, jobs enqueued from SQL, a worker with live progress',
+    'help.demo.jobs': 'how many jobs, 20 or more (default 5000)',
+    'help.demo.timeout': 'stop the worker after this long even if jobs remain (default 90s)',
+    'progress.line': '{rate:6.0f} jobs/s | done {done} | failed/retrying {failed} | dead {dead} | canceled {canceled}',
+    'progress.lease_lost': ' | lease lost {count}',
+    'progress.in_flight': ' | in flight {count}',
+    'progress.prefetched': ' (+{count} prefetched)',
+    'progress.stopping': ' | stopping',
+    'progress.connecting': ' | (re)connecting',
+    'processes.started': 'worker process {index} started (pid {pid})',
+    'processes.running': '{count} worker processes running; SIGTERM or Ctrl-C stops them all',
+    'processes.stopping': 'stopping {count} worker processes ({why})',
+    'processes.why_signal': 'signal',
+    'processes.why_failed': 'a worker process failed',
+    'processes.stopped': 'worker process {index} (pid {pid}) stopped: {status}',
+    'processes.failed': 'worker process {index} (pid {pid}) failed with {status}: not restarted; stopping the others',
+    'processes.stopped_by_itself': 'worker process {index} (pid {pid}) stopped by itself: not restarted',
+    'processes.died': 'worker process {index} (pid {pid}) died ({status}); restarting it in {delay:.0f}s',
+    'processes.parent_gone': 'the parent process is gone: stopping',
+    'processes.killed_by': 'killed by {signal}',
+    'processes.killed_by_number': 'killed by signal {number}',
+    'processes.exit_status': 'exit status {code}',
+    'text.not_deployed_hint': 'is brooq deployed in this database? brooq deploy applies the schema',
+    'deploy.invalid_dsn': 'invalid DSN: {reason}',
+    'deploy.no_schema_files': 'cannot find the brooq schema files (sqitch.plan, sql/install.sql) in the package ({path}); reinstall brooq or set BROOQ_ROOT',
+    'deploy.cannot': 'cannot deploy: need the sqitch command and {plan}, or the psql command and {install} ({missing}); on Debian: apt-get install sqitch postgresql-client',
+    'deploy.failed': '{method} failed (exit {code}): {output}{rights}',
+    'deploy.need_create': 'CREATE on the database (grant create on database {database} to {role})',
+    'deploy.need_createrole': 'CREATEROLE (alter role {role} createrole): a deploy creates the roles brooq_producer, brooq_worker and brooq_admin when missing and grants the first two to brooq_admin (or: admin option on brooq_producer and brooq_worker)',
+    'deploy.need_owner': 'ownership of the schema brooq (deploy as its owner)',
+    'deploy.need_sqitch_owner': "ownership of sqitch's registry, the schema sqitch (deploy as its owner)",
+    'deploy.needs': '; deploying as {role}, not a superuser, needs: {needs} (docs/security.md, Deploying with a non-superuser owner)',
+    'deploy.older': 'older than 0.1.0',
+    'deploy.cannot_read': "cannot read the database's brooq schema: {reason}",
+    'deploy.not_a_release': "this database holds brooq schema {version}, installed without sqitch, and {version} is not a release of the plan, so sqitch cannot tell what it contains; install a release's sql/install.sql, or deploy with sqitch from the start",
+    'deploy.adopt_failed': 'sqitch deploy --log-only --to {tag} failed (exit {code}): {output}',
+    'deploy.current': 'brooq schema {version} is already installed: nothing to do',
+    'deploy.cannot_upgrade': 'this database holds brooq schema {version}; sql/install.sql ({shipped}) installs only into a database without a brooq schema, and upgrading needs sqitch: apt-get install sqitch, then brooq deploy again (docs/operations.md, Upgrading)',
+    'deploy.missing': 'missing: {names}',
+    'deploy.no_output': '(no output)',
+    'demo.title': 'brooq demo: a job queue that lives in PostgreSQL',
+    'demo.error': 'brooq demo: error: {reason}',
+    'demo.command_failed': '{command} failed: {detail}',
+    'demo.starting_cluster': '* starting a throwaway PostgreSQL on 127.0.0.1:{port} in {root} (stopped and removed at the end)',
+    'demo.using': '* using {dsn}: topics demo.*, jobs are left in place',
+    'demo.cluster_removed': '* stopped and removed the throwaway PostgreSQL',
+    'demo.no_pgcluster': "without --dsn the demo starts a throwaway PostgreSQL with the checkout's tests/pgcluster.py, which is not here: pass --dsn or set BROOQ_ROOT",
+    'demo.schema_present': '* schema brooq is already deployed in this database: using it',
+    'demo.deployed_sqitch': '* deployed the schema with sqitch deploy --verify ({count} changes)',
+    'demo.deployed_psql': '* deployed the schema with psql -f sql/install.sql',
+    'demo.psql_failed': 'psql failed: {error}',
+    'demo.too_few_jobs': 'the demo needs 20 jobs or more, not {total}',
+    'demo.enqueued': '* declared {topics} topics and enqueued {jobs} jobs from SQL ({tool}, one transaction, {seconds:.2f}s):',
+    'demo.worker': '* worker: {concurrency} handlers at once, lease {lease:g}s; running until every job is done, dead or canceled',
+    'demo.saw_canceled': '  job {id}: its handler saw job.canceled after {seconds:.1f}s in flight and returned',
+    'demo.canceled_it': '  job {id} (demo.report) is running; a second connection ran select brooq.cancel({id}) -> {result}',
+    'demo.cancel_failed': '  cancel failed: {error}',
+    'demo.all_terminal': '* every job is terminal after {seconds:.1f}s; worker stopped',
+    'demo.timeout': '* timeout: {left} jobs not finished after {timeout:g}s; worker stopped',
+    'demo.interrupted': '* worker stopped after {seconds:.1f}s (interrupted) with {left} jobs not finished',
+    'demo.fate_title': "fate of the {count} jobs by state (one SELECT on brooq.jobs: a job's fate is its own row)",
+    'demo.col.jobs': 'jobs',
+    'demo.col.avg_attempts': 'avg attempts',
+    'demo.col.example_error': 'example last_error',
+    'demo.col.other': 'other',
+    'demo.delayed': "delayed: the {count} jobs enqueued with delay => '{delay}' finished {seconds:.1f}s or more after their enqueue",
+    'demo.priority': 'priority: the {count} jobs enqueued last with priority => 10 were among the first {rank} of the {done} demo.email jobs to finish',
+    'demo.throughput': 'throughput: the worker finished {jobs} jobs ({attempts} attempts, retries included) in {seconds:.2f}s: {jobs_rate:.0f} jobs/s, {attempts_rate:.0f} attempts/s (all jobs but the delayed and the long one)',
+    'demo.overall': 'overall: {jobs} jobs, {attempts} attempts in {seconds:.1f}s ({rate:.0f} jobs/s, the {delay} delay included)',
+    'demo.expected_got': '{state} {got} (expected {want})',
+    'demo.not_as_planned': 'not as planned: {detail}',
+    'demo.as_expected': 'as expected: done {done}, dead {dead}, canceled {canceled}',
+    'demo.kind.long': 'long job, canceled while it runs',
+    'demo.kind.email': 'succeed at once',
+    'demo.kind.flaky': 'fail once or twice, then succeed',
+    'demo.kind.doomed': 'fail every attempt: dead after 3',
+    'demo.kind.delayed': 'delayed {seconds:g}s',
+    'demo.kind.vip': 'enqueued last, claimed first',
+    'demo.kind.jobs': 'jobs',
+    'demo.the_dsn_given': '(the DSN given)',
+    'dash.more_characters': '... ({count} more characters)',
+    'dash.tab.topics': 'Topics',
+    'dash.tab.in_flight': 'In flight',
+    'dash.tab.jobs': 'Dead & failed',
+    'dash.admin': 'admin',
+    'dash.log_out': 'log out',
+    'dash.read_only': 'read-only',
+    'dash.log_in': 'log in',
+    'dash.no_token': 'started without a token',
+    'dash.chart_label': 'jobs finished per minute',
+    'dash.minutes_ago': '{minutes} min ago',
+    'dash.this_minute': 'this minute',
+    'dash.bar': '{when}: {done} done, {dead} dead',
+    'dash.no_topics': 'No topics yet: a worker declares its topics when it starts, or run {command}.',
+    'dash.paused': 'paused',
+    'dash.running': 'running',
+    'dash.expired': 'expired',
+    'dash.pause': 'pause',
+    'dash.resume': 'resume',
+    'dash.cancel': 'cancel',
+    'dash.redrive': 're-drive',
+    'dash.col.topic': 'topic',
+    'dash.col.claims': 'claims',
+    'dash.col.ready': 'ready',
+    'dash.col.scheduled': 'scheduled',
+    'dash.col.failed_to_retry': 'failed, to retry',
+    'dash.col.in_flight': 'in flight',
+    'dash.col.lease_expired': 'lease expired',
+    'dash.col.oldest_ready': 'oldest ready',
+    'dash.col.finished_per_minute': 'finished / minute, last 15 min',
+    'dash.col.avg_per_minute': 'avg / min',
+    'dash.col.dead_15': 'dead, 15 min',
+    'dash.topics_note': "ready: claimable now; scheduled: waiting for their time (a delay or a retry's backoff); failed: waiting for a retry. Finished jobs are counted by the time they were settled (done in green, dead in red), one bar a minute. Reload the page to refresh.",
+    'dash.nothing_in_flight': 'No job is being processed.',
+    'dash.col.job': 'job',
+    'dash.col.attempt': 'attempt',
+    'dash.col.held_by': 'held by',
+    'dash.col.claimed': 'claimed',
+    'dash.col.for': 'for',
+    'dash.col.lease_left': 'lease left',
+    'dash.col.progress': 'progress',
+    'dash.in_flight_note': 'The longest held first. A lease that expired goes back to its topic at the next reap.',
+    'dash.every_topic': 'every topic',
+    'dash.dead_and_failed': 'dead and failed',
+    'dash.filter.topic': 'topic',
+    'dash.filter.state': 'state',
+    'dash.show': 'show',
+    'dash.no_job_matches': 'No job matches.',
+    'dash.col.state': 'state',
+    'dash.col.attempts': 'attempts',
+    'dash.col.since': 'since',
+    'dash.col.last_error': 'last error',
+    'dash.jobs_note': 'Newest first, at most 200. Failed jobs wait for a retry; dead ones used up their attempts.',
+    'dash.fact.topic': 'topic',
+    'dash.fact.state': 'state',
+    'dash.fact.attempts': 'attempts',
+    'dash.attempts_of': '{attempts} of {max_attempts}',
+    'dash.fact.priority': 'priority',
+    'dash.fact.key': 'idempotency key',
+    'dash.fact.created': 'created',
+    'dash.fact.updated': 'updated',
+    'dash.fact.available': 'available at',
+    'dash.fact.held_by': 'held by',
+    'dash.fact.lease_until': 'lease until',
+    'dash.last_error': 'Last error',
+    'dash.payload': 'Payload',
+    'dash.result': 'Result',
+    'dash.progress': 'Progress',
+    'dash.job_title': 'Job {id}',
+    'dash.read_only_title': 'Read-only',
+    'dash.read_only_text': 'This dashboard was started without a token (--token or BROOQ_DASHBOARD_TOKEN): it has no actions.',
+    'dash.log_in_title': 'Log in',
+    'dash.token_label': "the dashboard's token",
+    'dash.login_note': 'The token is checked once; the browser then holds a session cookie for 8 hours (HttpOnly, SameSite=Strict), not the token.',
+    'dash.back': 'back to the topics',
+    'dash.flash.canceled': 'Job canceled.',
+    'dash.flash.not-canceled': 'Not canceled: the job is already finished (done, dead, canceled).',
+    'dash.flash.retried': 'Job re-driven: it is pending again.',
+    'dash.flash.not-retried': 'Not re-driven: only a dead or canceled job can be.',
+    'dash.flash.paused': 'Topic paused: workers claim none of its jobs until it is resumed.',
+    'dash.flash.not-paused': 'The topic was already paused.',
+    'dash.flash.resumed': 'Topic resumed.',
+    'dash.flash.not-resumed': 'The topic was not paused.',
+    'dash.flash.login': 'Logged in: the actions are yours.',
+    'dash.flash.logout': 'Logged out: the dashboard is read-only.',
+    'dash.actions_need_admin': 'actions need brooq_admin',
+    'dash.reading_needs_grants': 'reading needs the grants of docs/dashboard.md, "Its database role"',
+    'dash.refused_by_db': 'Refused by the database',
+    'dash.role_may_not': "The dashboard's database role may not do this: {why} ({error}).",
+    'dash.db_error': 'The database answered with an error',
+    'dash.unknown_state': 'Unknown state',
+    'dash.choose_state': 'Choose dead, failed or canceled.',
+    'dash.job_not_found': 'Job {id} not found',
+    'dash.no_such_job': "No job has this id: never enqueued, or purged after its topic's retention.",
+    'dash.refused': 'Refused',
+    'dash.read_only_no_token': 'This dashboard is read-only: it was started without a token (--token or BROOQ_DASHBOARD_TOKEN).',
+    'dash.log_in_first': "Actions need the dashboard's token: log in first.",
+    'dash.bad_form': 'This form did not come from this dashboard (its CSRF field or origin is wrong): reload the page.',
+    'dash.read_only_login': 'This dashboard is read-only: it was started without a token.',
+    'dash.foreign_form': 'This form did not come from this dashboard.',
+    'dash.wrong_token': "That is not the dashboard's token.",
+    'dash.serving': 'brooq dashboard on http://{host}:{port}/ ({mode})',
+    'dash.mode_actions': "actions for the token's holder",
+    'dash.mode_read_only': 'read-only: no token',
+}
+
+
+# Texts with a count: (singular, plural) in English; a catalogue gives each language's
+# forms (.po msgid_plural and msgstr[0..], the form chosen by its Plural-Forms header).
+PLURALS: dict[str, tuple[str, str]] = {
+    'cli.redrove_dead': ('re-drove {count} dead job of topic {topic}', 're-drove {count} dead jobs of topic {topic}'),
+    'cli.redrove_dead_or_canceled': ('re-drove {count} dead or canceled job of topic {topic}', 're-drove {count} dead or canceled jobs of topic {topic}'),
+    'cli.flush_confirm_waiting': ('delete {count} waiting (pending, failed) job of topic {topic}? [y/N] ', 'delete {count} waiting (pending, failed) jobs of topic {topic}? [y/N] '),
+    'cli.flush_confirm_completed': ('delete {count} finished (done, dead, canceled) job of topic {topic}? [y/N] ', 'delete {count} finished (done, dead, canceled) jobs of topic {topic}? [y/N] '),
+    'cli.flushed_waiting': ('flushed {count} waiting (pending, failed) job of topic {topic}', 'flushed {count} waiting (pending, failed) jobs of topic {topic}'),
+    'cli.flushed_completed': ('flushed {count} finished (done, dead, canceled) job of topic {topic}', 'flushed {count} finished (done, dead, canceled) jobs of topic {topic}'),
+    'cli.flush_needs_yes_waiting': ('not flushing {count} waiting (pending, failed) jobs of topic {topic} without a confirmation: stdin is not a terminal; pass --yes', 'not flushing {count} waiting (pending, failed) jobs of topic {topic} without a confirmation: stdin is not a terminal; pass --yes'),
+    'cli.flush_needs_yes_completed': ('not flushing {count} finished (done, dead, canceled) jobs of topic {topic} without a confirmation: stdin is not a terminal; pass --yes', 'not flushing {count} finished (done, dead, canceled) jobs of topic {topic} without a confirmation: stdin is not a terminal; pass --yes'),
+    'cli.deployed_changes': ('deployed {count} changes with sqitch deploy --verify', 'deployed {count} changes with sqitch deploy --verify'),
+    'cli.short_token': ("the dashboard token has {count} character: use 16 or more, e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'", "the dashboard token has {count} characters: use 16 or more, e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"),
 }
 
 
@@ -104,39 +427,85 @@ def _catalogue(lang: str | None) -> gettext.NullTranslations:
     return gettext.translation(DOMAIN, LOCALEDIR, languages=languages, fallback=True)
 
 
+def template(key: str) -> str:
+    """The text of `key` in the current language, its {fields} not filled in."""
+    text = _catalogue(language()).gettext(key)
+    return ENGLISH[key] if text == key else text  # no catalogue, or not in it: English
+
+
 def _(key: str, **fields: Any) -> str:
     """The text of `key` in the current language, its fields filled in."""
-    text = _catalogue(language()).gettext(key)
-    if text == key:  # no catalogue, or not in it: English
-        text = ENGLISH[key]
-    return text.format(**fields)
+    return template(key).format(**fields)
+
+
+def language_tag() -> str:
+    """The current language's tag (its catalogue's Language header; "en" without one),
+    e.g. for a web page's <html lang>."""
+    catalogue = _catalogue(language())
+    if isinstance(catalogue, gettext.GNUTranslations):
+        return catalogue.info().get("language", "en")
+    return "en"
+
+
+def plural_id(key: str) -> str:
+    """The msgid_plural of a plural key in the catalogues."""
+    return f"{key}_plural"
+
+
+def _n(key: str, count: int, **fields: Any) -> str:
+    """The text of the plural `key` for `count` in the current language, {count} and the
+    fields filled in: the form is chosen by the catalogue's Plural-Forms (English: 1, else)."""
+    text = _catalogue(language()).ngettext(key, plural_id(key), count)
+    if text in (key, plural_id(key)):  # no catalogue, or not in it: English
+        text = PLURALS[key][0 if count == 1 else 1]
+    return text.format(count=count, **fields)
+
+
+def keys() -> set[str]:
+    """Every key, plain and plural."""
+    return set(ENGLISH) | set(PLURALS)
 
 
 # --- a tiny msgfmt (the logic of CPython's Tools/i18n/msgfmt.py, for our simple .po files)
 
 def read_po(path: Path) -> dict[str, str]:
-    """msgid -> msgstr of a .po file (single and continued strings; no plurals, no contexts)."""
+    """msgid -> msgstr of a .po file, as msgfmt stores them: a plural entry's msgid is
+    "key\\0key_plural" and its msgstr the forms msgstr[0], msgstr[1], ... joined by "\\0"
+    (single and continued strings, plurals; no contexts)."""
     messages: dict[str, str] = {}
-    section, msgid, msgstr = None, "", ""
+    section, msgid, plural, forms = "", "", "", {0: ""}
+
+    def flush() -> None:
+        if section.startswith("msgstr") and (msgid or forms[0]):
+            key = f"{msgid}\0{plural}" if plural else msgid
+            messages[key] = "\0".join(forms[i] for i in sorted(forms))
+
     for raw in path.read_text(encoding="utf-8").splitlines() + [""]:
         line = raw.strip()
-        if line.startswith("msgid ") or not line:
-            if section == "msgstr" and (msgid or msgstr):
-                messages[msgid] = msgstr
-            section = None
-            if not line:
-                continue
         if line.startswith("#"):
             continue
+        if line.startswith("msgid ") or not line:
+            flush()
+            section = ""
+            if not line:
+                continue
         if line.startswith("msgid "):
-            section, msgid, msgstr = "msgid", ast.literal_eval(line[6:]), ""
+            section, msgid, plural, forms = "msgid", ast.literal_eval(line[6:]), "", {0: ""}
+        elif line.startswith("msgid_plural "):
+            section, plural = "msgid_plural", ast.literal_eval(line[13:])
+        elif line.startswith("msgstr["):
+            index, _sep, rest = line[7:].partition("]")
+            section = f"msgstr{int(index)}"
+            forms[int(index)] = ast.literal_eval(rest.strip())
         elif line.startswith("msgstr "):
-            section, msgstr = "msgstr", ast.literal_eval(line[7:])
+            section, forms = "msgstr0", {0: ast.literal_eval(line[7:])}
         elif line.startswith('"'):
             if section == "msgid":
                 msgid += ast.literal_eval(line)
+            elif section == "msgid_plural":
+                plural += ast.literal_eval(line)
             else:
-                msgstr += ast.literal_eval(line)
+                forms[int(section[6:])] += ast.literal_eval(line)
     return messages
 
 

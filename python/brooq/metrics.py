@@ -27,7 +27,7 @@ from psycopg.rows import class_row
 
 from brooq import queries
 from brooq.counters import Counters
-from brooq.outcome import SETTLED_AS
+from brooq.outcome import OUTCOMES
 from brooq.producer import HELD_BY, TopicStats
 
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
@@ -45,8 +45,9 @@ class CountersCollector(Collector):
                                       labels=["topic"])
         settled = CounterMetricFamily(
             "brooq_jobs_settled",
-            f"Attempts settled by this worker, by outcome ({', '.join(SETTLED_AS[:-1])}; "
-            "dead when the database made the failure final).", labels=["topic", "outcome"])
+            f"Attempts settled by this worker, by outcome ({', '.join(OUTCOMES)}; "
+            "dead also when the database made a failure on the last attempt final).",
+            labels=["topic", "outcome"])
         lease_lost = CounterMetricFamily("brooq_lease_lost",
                                          "Attempts whose lease was lost (canceled, reaped).",
                                          labels=["topic"])

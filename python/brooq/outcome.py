@@ -8,18 +8,17 @@ from datetime import timedelta
 from typing import Any, Literal, NamedTuple, get_args
 
 from brooq.payload import to_json
-from brooq.signals import Cancel, PreserveAttempt, Retry, find_signal
+from brooq.signals import Cancel, Dead, PreserveAttempt, Retry, find_signal
 from brooq.typed import PayloadMismatch
 
 ERROR_MAX = 2000  # brooq.settle_many keeps that many characters of last_error
 
 # What a worker asks brooq.settle/settle_many to write: the one list of outcomes in Python.
-OutcomeName = Literal["done", "failed", "delay", "preserve", "cancel"]
+# It is also how a settled attempt is counted (the metric brooq_jobs_settled_total{outcome}
+# and the snapshot): by its outcome, except that an answer dead from the database counts
+# as dead whatever the outcome (a failure on the last attempt, or the outcome dead).
+OutcomeName = Literal["done", "failed", "delay", "preserve", "cancel", "dead"]
 OUTCOMES: tuple[OutcomeName, ...] = get_args(OutcomeName)
-# How a settled attempt is counted: its outcome, or dead when the database made a
-# failure final (the metric brooq_jobs_settled_total{outcome} and the snapshot).
-SettledAs = Literal[OutcomeName, "dead"]
-SETTLED_AS: tuple[SettledAs, ...] = (*OUTCOMES, "dead")
 
 
 class Outcome(NamedTuple):
@@ -52,9 +51,9 @@ def of_exception(exc: BaseException) -> Outcome:
     """The outcome a handler chose by raising ``exc``: a signal on its chain (find_signal)
     chooses it, with the signal's text and, when wrapped, the outer exception's."""
     if isinstance(exc, PayloadMismatch):
-        # It will never fit: retried at once, no backoff, so the job reaches dead in
-        # max_attempts quick attempts, each a recorded failure (invariant 7).
-        return Outcome("delay", " ".join(str(exc).split())[:ERROR_MAX], timedelta(0))
+        # It will never fit: dead at once, the mismatch (naming the field) recorded as
+        # the cause (invariant 7, the outcome dead).
+        return Outcome("dead", " ".join(str(exc).split())[:ERROR_MAX] or "payload does not fit")
     signal = find_signal(exc)
     if signal is None:
         if isinstance(exc, asyncio.CancelledError):
@@ -68,7 +67,7 @@ def of_exception(exc: BaseException) -> Outcome:
 
 
 def of_signal(exc: BaseException) -> Outcome:
-    """The outcome of one signal (Retry, PreserveAttempt, Cancel)."""
+    """The outcome of one signal (Retry, PreserveAttempt, Cancel, Dead)."""
     if isinstance(exc, Retry):
         delay = None if exc.delay is None else max(exc.delay, timedelta(0))
         error = f"Retry: {exc.reason}" if exc.reason else "Retry requested by the handler"
@@ -79,6 +78,8 @@ def of_signal(exc: BaseException) -> Outcome:
         return Outcome("preserve", error, delay)
     if isinstance(exc, Cancel):
         return Outcome("cancel", f"Cancel: {exc.reason}" if exc.reason else "canceled by the handler")
+    if isinstance(exc, Dead):
+        return Outcome("dead", f"Dead: {exc.reason}" if exc.reason else "dead: no attempt can succeed (the handler)")
     raise TypeError(f"not a handler signal: {type(exc).__name__}")
 
 

@@ -6,6 +6,8 @@
                               way the attempt counts: on the last one the job is dead.
 - raise PreserveAttempt()  -> retry without counting this attempt (never dead)
 - raise Cancel(reason)     -> canceled, never retried
+- raise Dead(reason)       -> dead at once, whatever attempts are left: no attempt can
+                              succeed (``reason`` becomes last_error, after "Dead: ")
 - raise anything else      -> failed attempt, "ExcType: message" in last_error
 
 A signal also counts when it is wrapped: ``raise SomeError(...) from Retry(...)``, or an
@@ -55,6 +57,16 @@ class Cancel(HandlerSignal):
     def __init__(self, reason: str = "") -> None:
         self.reason = reason
         super().__init__(reason or "canceled by the handler")
+
+
+class Dead(HandlerSignal):
+    """Make the job dead at once, whatever attempts are left: the handler's verdict that
+    no attempt can succeed (as a payload that does not fit its type). ``reason`` is
+    recorded in last_error."""
+
+    def __init__(self, reason: str = "") -> None:
+        self.reason = reason
+        super().__init__(reason or "dead: no attempt can succeed")
 
 
 def find_signal(exc: BaseException) -> HandlerSignal | None:

@@ -31,7 +31,8 @@ class WorkerSnapshot:
     failed      failed attempts that will be retried after the topic's backoff
                 (exception, timeout, Retry() without a delay)
     retried     attempts settled with Retry(delay) or PreserveAttempt, to be retried
-    dead        failures the database made final (the last attempt)
+    dead        attempts that made their job dead: a failure on the last attempt, or
+                dead at once (a payload that does not fit its type, Dead)
     canceled    handlers that raised Cancel
     lease_lost  attempts whose lease was lost (job canceled from outside, or reaped):
                 nothing was written for them

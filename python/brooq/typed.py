@@ -7,7 +7,8 @@ or a pydantic model receives the payload decoded and validated.
 The second parameter's annotation chooses the decoder (decoder_of). A payload that
 does not fit raises PayloadMismatch, whose message names the field
 (``payload does not fit Order: items[1].sku: expected str, got int``); the worker
-makes such a job dead at once, through recorded failures (see outcome.of_exception).
+makes such a job dead at once, after this one attempt, with that message as its
+last_error (the settle outcome dead; see outcome.of_exception).
 
 Checked: str, int (not bool), float (int accepted), bool, None, Any, list[X],
 tuple[X, ...], dict[str, X], X | Y, Optional, Literal, nested dataclasses and

@@ -73,7 +73,7 @@ from brooq.rows import fields_row
 from brooq.settler import Settler, SettleThread, log_extra
 from brooq.signals import find_signal
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
-from brooq.typed import PayloadMismatch, with_payload
+from brooq.typed import with_payload
 from brooq.watchdog import Watchdog
 
 if TYPE_CHECKING:
@@ -851,10 +851,9 @@ class Worker:
         stderr (logging.lastResort), so a failing handler is never silent."""
         outcome = of_exception(exc)
         job = att.job
-        if isinstance(exc, PayloadMismatch):
-            log.warning(_("job.attempt_error", id=job.id, topic=job.topic, attempt=job.attempt,
-                          max_attempts=job.max_attempts, error=outcome.error),
-                        extra=log_extra(job, "failed"))
+        if outcome.outcome == "dead":
+            # a payload that does not fit, or Dead: the settler logs job.dead at ERROR,
+            # with the reason, once the database made it dead (no stack: nothing broke)
             return outcome
         if outcome.outcome == "failed" and not job.is_canceled():
             if find_signal(exc) is not None:

@@ -1,8 +1,9 @@
 -- brooq.settle: structure, behaviour (every outcome, backoff, dead, delay clamp,
+-- the outcome dead,
 -- preserve, fencing by worker and lease_token, repeats, terminal states, errors
 -- with nothing written), then privileges under switched roles.
 begin;
-select plan(81);
+select plan(84);
 
 -- Structure -------------------------------------------------------------------
 
@@ -224,6 +225,14 @@ select results_eq(format($$ select state::text, attempts, last_error, available_
     format($$ values ('failed'::text, 1, 'once'::text, %L::timestamptz, timestamptz '2030-01-01 06:05:00+00') $$, :'f2_at'),
     'a repeated failed settle changes neither the error, nor the retry time, nor the attempts');
 
+-- dead: at once, through settle_many --------------------------------------------------
+
+select id as k1 from brooq.enqueue('t.settle.bo', '{"n": "dead"}', priority => 110) \gset
+select lease_token as k1_tok from brooq.claim('w1', array['t.settle.bo']) where id = :k1 \gset
+select is(brooq.settle(:k1, 'w1', :k1_tok, 'dead', error => 'never fits'), 'dead', 'dead on attempt 1 of 10 returns dead');
+select results_eq(format($$ select state::text, attempts, last_error, locked_by from brooq.job where id = %s $$, :k1),
+    $$ values ('dead'::text, 1, 'never fits'::text, null::text) $$, 'settle passes dead through: dead at once, the error recorded');
+
 -- Errors, and nothing written ---------------------------------------------------------
 
 select id as e1 from brooq.enqueue('t.settle.bo', '{"n": "errors"}', priority => 103) \gset
@@ -238,6 +247,8 @@ select throws_ok(format($$ select brooq.settle(%s, 'w1', %s, 'delay', delay => '
     format('invalid delay -00:00:01 for job %s', :e1), 'a negative delay is 22023');
 select throws_ok(format($$ select brooq.settle(%s, 'w1', %s, 'preserve', delay => '-1 second') $$, :e1, :e1_tok), '22023',
     null, 'a negative delay with preserve is 22023');
+select throws_ok(format($$ select brooq.settle(%s, 'w1', %s, 'dead') $$, :e1, :e1_tok), '22023',
+    format('outcome dead without an error for job %s', :e1), 'dead without an error is 22023');
 select throws_ok(format($$ select brooq.settle(null, 'w1', %s, 'done') $$, :e1_tok), '22004', null, 'a NULL job_id is 22004');
 select throws_ok(format($$ select brooq.settle(%s, null, %s, 'done') $$, :e1, :e1_tok), '22004', null, 'a NULL worker is 22004');
 select throws_ok(format($$ select brooq.settle(%s, 'w1', null, 'done') $$, :e1), '22004', null, 'a NULL lease_token is 22004');

@@ -1,7 +1,8 @@
 -- brooq.settle_many: structure, behaviour (a mixed batch in one call, lost
--- leases skipped, array validation with nothing written), then privileges.
+-- leases skipped, array validation with nothing written), the outcome dead (at
+-- once, fenced, retain_payload), then privileges.
 begin;
-select plan(40);
+select plan(59);
 
 -- Structure -------------------------------------------------------------------
 
@@ -124,9 +125,64 @@ select throws_ok(format($$ select brooq.settle_many(null, array[%s], array[%s], 
 select throws_ok($$ select brooq.settle_many('w1', null, array[1]::bigint[], array['done']) $$, '22004', null, 'NULL job_ids is 22004');
 select throws_ok($$ select brooq.settle_many('w1', array[1]::bigint[], null, array['done']) $$, '22004', null, 'NULL lease_tokens is 22004');
 select throws_ok($$ select brooq.settle_many('w1', array[1]::bigint[], array[1]::bigint[], null) $$, '22004', null, 'NULL outcomes is 22004');
+select throws_ok(format($$ select brooq.settle_many('w1', array[%s, %s], array[%s, %s], array['done', 'dead']) $$, :a, :b, :a_tok, :b_tok),
+    '22023', format('outcome dead without an error for job %s', :b), 'dead without an error is 22023');
+select throws_ok(format($$ select brooq.settle_many('w1', array[%s, %s], array[%s, %s], array['dead', 'done'], array[' ', null]) $$, :a, :b, :a_tok, :b_tok),
+    '22023', format('outcome dead without an error for job %s', :a), 'dead with a blank error is 22023');
+select throws_ok(format($$ select brooq.settle_many('w1', array[%s], array[%s], array['Dead'], array['e']) $$, :a, :a_tok),
+    '22023', format('unknown outcome "Dead" for job %s', :a), 'an unknown outcome is still 22023 (outcomes are lowercase)');
 select results_eq($$ select state::text, locked_by from brooq.job where id in (select id from two) $$,
     $$ values ('processing'::text, 'w1'::text), ('processing'::text, 'w1'::text) $$,
     'no rejected batch wrote anything, not even its valid first element');
+
+-- dead: at once, whatever attempts are left -------------------------------------------
+
+select lives_ok($$ select brooq.declare_topic('t.sm.dead', max_attempts => 5, backoff_base => '10 seconds') $$,
+    'declare a five-attempt topic');
+select lives_ok($$ select brooq.enqueue_many('t.sm.dead', array['{"x": 1}', '{"x": 2}', '{"x": 3}']::jsonb[]) $$, 'three jobs');
+create temp table dj on commit drop as
+select (row_number() over (order by id))::int as i, id, lease_token
+  from brooq.claim('w1', array['t.sm.dead'], max_jobs => 3);
+select id as x1, lease_token as x1_tok from dj where i = 1 \gset
+select id as x2, lease_token as x2_tok from dj where i = 2 \gset
+select id as x3, lease_token as x3_tok from dj where i = 3 \gset
+select available_at as x1_at from brooq.job where id = :x1 \gset
+update brooq.job set lease_losses = 2 where id = :x1;  -- as if reaped twice before this claim
+set local brooq.now = '2030-01-01 00:01:00+00';
+select results_eq(format($$ select state::text from brooq.settle_many('w1', array[%s], array[%s], array['dead'],
+                                                  array['payload does not fit Order: id: missing']) $$, :x1, :x1_tok),
+    array['dead'], 'dead on attempt 1 of 5 returns dead');
+select results_eq(format($$ select state::text, attempts, max_attempts, last_error, lease_losses, payload, available_at,
+                                   locked_by is null and locked_until is null, updated_at
+                              from brooq.job where id = %s $$, :x1),
+    format($$ values ('dead'::text, 1, 5, 'payload does not fit Order: id: missing'::text, 0, '{"x": 1}'::jsonb,
+                      %L::timestamptz, true, timestamptz '2030-01-01 00:01:00+00') $$, :'x1_at'),
+    'dead at once: attempts as claim charged them, the error recorded, lease_losses reset, the lease cleared, the payload kept (retain_payload)');
+select is_empty(format($$ select * from brooq.settle_many('w1', array[%s], array[%s], array['dead'], array['e']) $$, :x2, :x2_tok::bigint + 1000),
+    'dead with a foreign lease_token settles nothing');
+select is_empty(format($$ select * from brooq.settle_many('w2', array[%s], array[%s], array['dead'], array['e']) $$, :x2, :x2_tok),
+    'dead from another worker settles nothing');
+select results_eq(format($$ select state::text, locked_by, last_error from brooq.job where id = %s $$, :x2),
+    $$ values ('processing'::text, 'w1'::text, null::text) $$, 'and writes nothing');
+select results_eq(format($$ select state::text from brooq.settle_many('w1', array[%s], array[%s], array['done']) $$, :x3, :x3_tok),
+    array['done'], 'a job settles done');
+select is_empty(format($$ select * from brooq.settle_many('w1', array[%s], array[%s], array['dead'], array['late']) $$, :x3, :x3_tok),
+    'dead after done settles nothing');
+select results_eq(format($$ select state::text, last_error from brooq.job where id = %s $$, :x3),
+    $$ values ('done'::text, null::text) $$, 'a terminal job is not overwritten by dead');
+select is_empty(format($$ select * from brooq.settle_many('w1', array[%s], array[%s], array['dead'], array['again']) $$, :x1, :x1_tok),
+    'a repeat of dead settles nothing');
+select is((select last_error from brooq.job where id = :x1), 'payload does not fit Order: id: missing', 'and keeps the first error');
+
+-- retain_payload => false (with retain_done => false: the other form of the statement)
+select lives_ok($$ select brooq.declare_topic('t.sm.dead.drop', max_attempts => 5, retain_done => false,
+                                               retain_payload => false) $$, 'declare a topic that keeps no payload');
+select lives_ok($$ select brooq.enqueue('t.sm.dead.drop', '{"secret": 1}') $$, 'a job');
+select id as y1, lease_token as y1_tok from brooq.claim('w1', array['t.sm.dead.drop']) \gset
+select results_eq(format($$ select state::text from brooq.settle_many('w1', array[%s], array[%s], array['dead'], array['no fit']) $$, :y1, :y1_tok),
+    array['dead'], 'dead in a topic with retain_done => false');
+select results_eq(format($$ select state::text, attempts, last_error, payload from brooq.job where id = %s $$, :y1),
+    $$ values ('dead'::text, 1, 'no fit'::text, 'null'::jsonb) $$, 'the dead job is kept, its payload cleared (retain_payload => false)');
 
 -- Privileges ---------------------------------------------------------------------------
 

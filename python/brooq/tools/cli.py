@@ -26,7 +26,7 @@ from psycopg.rows import class_row, scalar_row
 from brooq import config, producer, queries
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
-from brooq.messages import _
+from brooq.messages import _, _n
 from brooq.payload import jsonb
 from brooq.producer import HELD_BY, STATES, JobFate, TopicStats
 from brooq.redact import one_line
@@ -85,13 +85,13 @@ def parse_payload(text: str) -> Any:
         text = sys.stdin.read()
 
     def refuse(constant: str) -> Any:
-        raise ValueError(f"{constant} is not a JSON value")
+        raise ValueError(_("cli.not_a_json_value", constant=constant))
 
     try:
         return json.loads(text, parse_constant=refuse)
     except ValueError as exc:
         shown = text if len(text) <= 60 else text[:57] + "..."
-        raise Failure(f"the payload is not valid JSON: {exc} (in {shown!r})") from exc
+        raise Failure(_("cli.bad_json", error=exc, text=shown)) from exc
 
 
 def cmd_enqueue(args: argparse.Namespace, out: TextIO) -> int:
@@ -99,7 +99,7 @@ def cmd_enqueue(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         job = producer.enqueue(conn, args.topic, payload, key=args.key, delay=args.delay,
                                at=args.at, priority=args.priority)
-    out.write(f"id={job.id} created={'true' if job.created else 'false'}\n")
+    out.write(_("cli.enqueued", id=job.id, created="true" if job.created else "false") + "\n")
     return 0
 
 
@@ -164,11 +164,17 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO) -> int:
     if not jobs:
         out.write(_("cli.no_jobs_match") + "\n")
         return 0
-    headers = ["id", "topic", "state", "attempts", "updated", "last_error"]
+    headers = headings("id", "topic", "state", "attempts", "updated", "last_error")
     table = [[j.id, j.topic, j.state, f"{j.attempts}/{j.max_attempts}", format_time(j.updated_at),
               " ".join((j.last_error or "-").split())[:80]] for j in jobs]
     out.write(format_table(headers, table) + "\n")
     return 0
+
+
+def headings(*columns: str) -> list[str]:
+    """A table's column headings in the current language (keys col.<column>)."""
+    keys = ["col." + column for column in columns]
+    return [_(key) for key in keys]
 
 
 def held(r: TopicStats) -> str:
@@ -186,9 +192,9 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     if not rows:
         out.write(_("cli.no_topics") + "\n")
         return 0
-    headers = ["topic", "paused", "pending", "failed", "ready", "scheduled", "processing",
-               "expired", "oldest ready", "held"]
-    table = [[r.topic, "yes" if r.paused else "no", r.pending, r.failed, r.ready, r.scheduled,
+    headers = headings("topic", "paused", "pending", "failed", "ready", "scheduled", "processing",
+                       "expired", "oldest_ready", "held")
+    table = [[r.topic, _("cli.yes") if r.paused else _("cli.no"), r.pending, r.failed, r.ready, r.scheduled,
               r.processing, r.expired, format_duration(r.oldest_ready_age), held(r)] for r in rows]
     out.write(format_table(headers, table) + "\n")
     return 0
@@ -206,9 +212,9 @@ def cmd_cancel(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
     if (args.id is None) == (args.dead is None):
-        raise UsageError("give a JOB_ID, or --dead TOPIC for a topic's dead jobs")
+        raise UsageError(_("cli.retry_needs_one"))
     if args.id is not None and (args.canceled or args.max_jobs is not None or args.since is not None):
-        raise UsageError("--canceled, --max-jobs and --since go with --dead TOPIC")
+        raise UsageError(_("cli.retry_dead_options"))
     with connect(args) as conn, mapped(ADMIN, conn):
         cur = conn.cursor(row_factory=scalar_row)
         if args.id is not None:
@@ -222,10 +228,10 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
             return 0
         out.write(_("cli.not_redriven", id=args.id) + "\n")
         return 1
-    what = "dead or canceled" if args.canceled else "dead"
-    out.write(f"re-drove {count} {what} job{'' if count == 1 else 's'} of topic {args.dead}\n")
+    key = "cli.redrove_dead_or_canceled" if args.canceled else "cli.redrove_dead"
+    out.write(_n(key, count or 0, topic=args.dead) + "\n")
     if count == max_jobs:
-        out.write(f"stopped at --max-jobs {max_jobs}: run it again for the rest\n")
+        out.write(_("cli.max_jobs_reached", max_jobs=max_jobs) + "\n")
     return 0
 
 
@@ -235,22 +241,20 @@ COMPLETED = ["done", "dead", "canceled"]
 
 def cmd_flush(args: argparse.Namespace, out: TextIO) -> int:
     states = COMPLETED if args.completed else WAITING
-    what = "finished (done, dead, canceled)" if args.completed else "waiting (pending, failed)"
+    what = "completed" if args.completed else "waiting"
     with connect(args) as conn, mapped(ADMIN, conn):
         cur = conn.cursor(row_factory=scalar_row)
         count = cur.execute(queries.FLUSH_COUNT, [args.topic, states]).fetchone() or 0
         if count and not args.yes:
             if not sys.stdin.isatty():
-                raise Failure(f"not flushing {count} {what} jobs of topic {args.topic[:200]} without "
-                              "a confirmation: stdin is not a terminal; pass --yes")
-            out.write(f"delete {count} {what} job{'' if count == 1 else 's'} of topic "
-                      f"{args.topic}? [y/N] ")
+                raise Failure(_n(f"cli.flush_needs_yes_{what}", count, topic=args.topic[:200]))
+            out.write(_n(f"cli.flush_confirm_{what}", count, topic=args.topic))
             out.flush()
             if sys.stdin.readline().strip().lower() not in ("y", "yes"):
                 out.write(_("cli.nothing_flushed") + "\n")
                 return 1
         deleted = cur.execute(queries.FLUSH, [args.topic, states]).fetchone()
-    out.write(f"flushed {deleted} {what} job{'' if deleted == 1 else 's'} of topic {args.topic}\n")
+    out.write(_n(f"cli.flushed_{what}", deleted or 0, topic=args.topic) + "\n")
     return 0
 
 
@@ -273,7 +277,7 @@ class Schedule:
 def cmd_schedule(args: argparse.Namespace, out: TextIO) -> int:
     if args.list:
         if args.name or args.cron or args.topic or args.payload is not None:
-            raise UsageError("--list takes no NAME, CRON, TOPIC or JSON")
+            raise UsageError(_("cli.schedule_list_alone"))
         with connect(args) as conn, mapped(WORKER, conn):
             rows = conn.cursor(row_factory=class_row(Schedule)).execute(queries.SCHEDULES).fetchall()
         if args.json:
@@ -283,19 +287,19 @@ def cmd_schedule(args: argparse.Namespace, out: TextIO) -> int:
         else:
             table = [[r.name, r.cron, r.topic, json.dumps(r.payload, separators=(",", ":"))[:60], r.priority,
                       format_time(r.last_tick_at) if r.last_tick_at else "-",
-                      f"{r.last_job_id} ({r.last_job_state or 'purged'})" if r.last_job_id else "-"]
+                      f"{r.last_job_id} ({r.last_job_state or _('cli.purged')})" if r.last_job_id else "-"]
                      for r in rows]
-            out.write(format_table(["name", "cron", "topic", "payload", "priority", "last tick", "last job"],
-                                   table) + "\n")
+            out.write(format_table(headings("name", "cron", "topic", "payload", "priority",
+                                            "last_tick", "last_job"), table) + "\n")
         return 0
     if not (args.name and args.cron and args.topic):
-        raise UsageError("give NAME CRON TOPIC [JSON], e.g. brooq schedule nightly '0 3 * * *' report, or --list")
+        raise UsageError(_("cli.schedule_usage"))
     payload = parse_payload(args.payload if args.payload is not None else "{}")
     with connect(args) as conn, mapped(ADMIN, conn):
         jobid = conn.cursor(row_factory=scalar_row).execute(
             queries.SCHEDULE, [args.name, args.cron, args.topic, jsonb(payload), args.priority]).fetchone()
-    out.write(f"scheduled {args.name}: {args.cron!r} enqueues a job of topic {args.topic} each time"
-              f" (pg_cron job {jobid})\n")
+    out.write(_("cli.scheduled", name=args.name, cron=args.cron, topic=args.topic, jobid=jobid)
+              + "\n")
     return 0
 
 
@@ -329,7 +333,7 @@ def cmd_health(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         write_json(out, [{"name": c.name, "status": c.status, "detail": c.detail} for c in checks])
     else:
-        out.write(format_table(["check", "status", "detail"], [[c.name, c.status, c.detail] for c in checks]) + "\n")
+        out.write(format_table(headings("check", "status", "detail"), [[c.name, c.status, c.detail] for c in checks]) + "\n")
     statuses = {c.status for c in checks}
     return HEALTH_FAIL if "fail" in statuses else HEALTH_WARN if "warn" in statuses else 0
 
@@ -362,11 +366,11 @@ def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
     if t is None:  # brooq.topic is private: a role that may not read it gets less detail
         out.write(_("cli.declared", topic=args.name) + "\n")
         return 0
-    out.write(f"declared topic {args.name}: max_attempts={t.max_attempts}"
-              f" backoff_base={format_setting(t.backoff_base)}"
-              f" backoff_max={format_setting(t.backoff_max)} retention={format_setting(t.retention)}"
-              f" max_payload_bytes={t.max_payload_bytes} notify={'on' if t.notify else 'off'}"
-              f"{' (paused)' if t.paused else ''}\n")
+    out.write(_("cli.declared_settings", topic=args.name, max_attempts=t.max_attempts,
+                backoff_base=format_setting(t.backoff_base),
+                backoff_max=format_setting(t.backoff_max), retention=format_setting(t.retention),
+                max_payload_bytes=t.max_payload_bytes, notify="on" if t.notify else "off",
+                paused=_("cli.paused_mark") if t.paused else "") + "\n")
     return 0
 
 
@@ -394,14 +398,14 @@ def cmd_deploy(args: argparse.Namespace, out: TextIO) -> int:
         out.write(done.output + "\n")
     changes = sum(1 for line in done.output.splitlines() if line.lstrip().startswith("+ "))
     if done.adopted:
-        out.write(f"recorded schema {done.adopted} (installed without sqitch) in sqitch's registry\n")
+        out.write(_("cli.deploy_adopted", version=done.adopted) + "\n")
     if done.method == "sqitch":
-        summary = (f"deployed {changes} changes with sqitch deploy --verify" if changes
-                   else "nothing to deploy: the schema is up to date (sqitch)")
+        summary = (_n("cli.deployed_changes", changes) if changes
+                   else _("cli.deploy_up_to_date"))
     elif done.current:
         summary = done.output
     else:
-        summary = "deployed sql/install.sql with psql"
+        summary = _("cli.deployed_psql")
     out.write(summary + "\n")
     return 0
 
@@ -414,29 +418,29 @@ def load_worker(spec: str) -> Worker:
 
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise UsageError(f"invalid worker {spec!r}: use MODULE:OBJECT, e.g. myapp.jobs:worker")
+        raise UsageError(_("cli.invalid_worker", spec=spec))
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # like python -m: modules of the current directory
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise Failure(f"cannot import {module_name!r}: {exc}") from exc
+        raise Failure(_("cli.cannot_import", module=module_name, error=exc)) from exc
     obj: Any = module
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError as exc:
-            raise Failure(f"module {module_name!r} has no {attr!r}") from exc
+            raise Failure(_("cli.no_attribute", module=module_name, attr=attr)) from exc
     if not isinstance(obj, Worker) and callable(obj) and not isinstance(obj, type):
         try:
             obj = obj()
         except (BrooqError, ConfigError):
             raise
         except Exception as exc:
-            raise Failure(f"calling {spec}() failed: {type(exc).__name__}: {exc}") from exc
+            raise Failure(_("cli.call_failed", spec=spec,
+                                error=f"{type(exc).__name__}: {exc}")) from exc
     if not isinstance(obj, Worker):
-        raise Failure(f"{spec} is a {type(obj).__name__}, not a brooq.Worker"
-                      " (OBJECT is a brooq.Worker or a callable returning one)")
+        raise Failure(_("cli.not_a_worker", spec=spec, type=type(obj).__name__))
     return obj
 
 
@@ -498,12 +502,11 @@ def dashboard_token(args: argparse.Namespace) -> str | None:
         try:
             token = args.token_file.read_text().strip()
         except OSError as exc:
-            raise Failure(f"cannot read the token file {args.token_file}: {exc.strerror}") from exc
+            raise Failure(_("cli.token_file", path=args.token_file, error=exc.strerror)) from exc
     if token is None:
         token = os.environ.get("BROOQ_DASHBOARD_TOKEN") or None
     if token is not None and len(token) < 16:
-        raise Failure(f"the dashboard token has {len(token)} characters: use 16 or more, e.g. "
-                      "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
+        raise Failure(_n("cli.short_token", len(token)))
     return token
 
 
@@ -511,22 +514,21 @@ def cmd_dashboard(args: argparse.Namespace, out: TextIO) -> int:
     from brooq.tools import dashboard
 
     if not dashboard.available():
-        raise Failure(f"brooq dashboard needs Starlette and Uvicorn: {dashboard.HINT}")
+        raise Failure(_("cli.dashboard_needs", hint=dashboard.HINT))
     dsn = dsn_of(args)
     try:
         host, port = config.parse_address(args.address)
     except ValueError as exc:
-        raise UsageError(f"--address: {exc}") from None
+        raise UsageError(_("cli.bad_address", error=exc)) from None
     if not args.public and not config.is_loopback(host):
-        raise UsageError(f"--address: {host} is not a loopback address; pass --public to serve "
-                         "the dashboard there anyway (behind TLS: docs/dashboard.md)")
+        raise UsageError(_("cli.not_loopback", host=host))
     token = dashboard_token(args)
     with connect(args) as conn:  # a wrong DSN fails now, in one line, not on the first page
         conn.execute(queries.DASHBOARD_PING)
     try:
         dashboard.serve(dsn, token, host, port)
     except OSError as exc:
-        raise Failure(f"cannot listen on {args.address}: {exc.strerror or exc}") from exc
+        raise Failure(_("cli.cannot_listen", address=args.address, error=exc.strerror or exc)) from exc
     return 0
 
 
@@ -545,30 +547,30 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, f"brooq: error: {message}\n")
+        self.exit(2, _("cli.error", reason=message) + "\n")
 
 
 def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+        raise argparse.ArgumentTypeError(_("cli.invalid_number", text=text)) from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+        raise argparse.ArgumentTypeError(_("cli.at_least_1", text=text))
     return value
 
 
 def demo_jobs(text: str) -> int:
     value = positive_int(text)
     if value < 20:
-        raise argparse.ArgumentTypeError(f"{text} is too few: the demo needs 20 jobs or more")
+        raise argparse.ArgumentTypeError(_("cli.too_few_demo_jobs", text=text))
     return value
 
 
 def job_limit(text: str) -> int:
     value = positive_int(text)
     if value > 10000:
-        raise argparse.ArgumentTypeError(f"{text} is more than 10000")
+        raise argparse.ArgumentTypeError(_("cli.more_than_10000", text=text))
     return value
 
 
@@ -576,17 +578,16 @@ def job_id(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid job id {text!r}: a job id is a number") from None
+        raise argparse.ArgumentTypeError(_("cli.invalid_job_id", text=text)) from None
 
 
 def instant(text: str) -> datetime:
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid time {text!r}: use ISO 8601 with a zone, e.g. 2030-01-01T12:00:00+00:00") from None
+        raise argparse.ArgumentTypeError(_("cli.invalid_time", text=text)) from None
     if value.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"invalid time {text!r}: give a time zone, e.g. +00:00 or Z")
+        raise argparse.ArgumentTypeError(_("cli.time_without_zone", text=text))
     return value
 
 
@@ -610,163 +611,157 @@ def add_setting_options(p: argparse.ArgumentParser) -> None:
             continue
         p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=setting_type(f),
                        metavar=f.name.upper(),
-                       help=f"{f.metadata['doc']} (default: {config.shown_default(f)}; "
-                            f"${config.variables(f)[0]})")
+                       help=_("help.worker.setting", doc=f.metadata["doc"],
+                              default=config.shown_default(f), variable=config.variables(f)[0]))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="brooq", description="brooq: a job queue in PostgreSQL.")
+    parser = Parser(prog="brooq", description=_("help.description"))
     parser.add_argument("--version", action="version", version=f"brooq {__version__}")
     dsn = Parser(add_help=False)
-    dsn.add_argument("--dsn", help="the database (default: $BROOQ_DSN)")
+    dsn.add_argument("--dsn", help=_("help.dsn"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    p = sub.add_parser("worker", parents=[dsn], help="run a worker: brooq worker MODULE:OBJECT")
+    p = sub.add_parser("worker", parents=[dsn], help=_("help.worker"))
     p.add_argument("worker", metavar="MODULE:OBJECT",
-                   help="a brooq.Worker, or a callable returning one (e.g. myapp.jobs:worker)")
+                   help=_("help.worker.object"))
     add_setting_options(p)
     p.add_argument("--partition", action="append", metavar="DSN",
-                   help="work on this brooq partition (repeat for each; see docs/scale-out.md): "
-                        "one worker per partition, each with the settings given; --dsn is then "
-                        "unused")
+                   help=_("help.worker.partition"))
     p.add_argument("--processes", type=positive_int, default=1, metavar="N",
-                   help="run N worker processes under this one (one core each; SIGTERM stops "
-                        "them all gracefully, one that dies is restarted; default 1)")
+                   help=_("help.worker.processes"))
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
-                   help="live line in a terminal, log lines in a pipe (auto), or off")
+                   help=_("help.progress"))
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO",
-                   help="the worker's log messages on stderr (default INFO; failed attempts and dead "
-                        "jobs are ERROR, with the stack)")
+                   help=_("help.worker.log_level"))
     p.set_defaults(func=cmd_worker, parser=p)
 
-    p = sub.add_parser("enqueue", parents=[dsn], help="enqueue one job")
+    p = sub.add_parser("enqueue", parents=[dsn], help=_("help.enqueue"))
     p.add_argument("topic")
     p.add_argument("payload", metavar="JSON",
-                   help="the payload, e.g. '{\"to\": \"ann@example.com\"}'; - reads it from stdin")
-    p.add_argument("--key", help="idempotency key: one job per (topic, key)")
+                   help=_("help.enqueue.payload"))
+    p.add_argument("--key", help=_("help.enqueue.key"))
     when = p.add_mutually_exclusive_group()
-    when.add_argument("--delay", type=parse_duration, help="not before now + delay, e.g. 5s")
-    when.add_argument("--at", type=instant, help="not before this instant (ISO 8601 with zone)")
-    p.add_argument("--priority", type=int, default=0, help="higher is claimed first (default 0)")
+    when.add_argument("--delay", type=parse_duration, help=_("help.enqueue.delay"))
+    when.add_argument("--at", type=instant, help=_("help.enqueue.at"))
+    p.add_argument("--priority", type=int, default=0, help=_("help.enqueue.priority"))
     p.set_defaults(func=cmd_enqueue, parser=p)
 
     as_json = Parser(add_help=False)
     as_json.add_argument("--json", action="store_true",
-                         help="print JSON for scripts (instants ISO 8601, durations in seconds)")
+                         help=_("help.json"))
 
-    p = sub.add_parser("job", parents=[dsn, as_json], help="a job's fate, on one line")
+    p = sub.add_parser("job", parents=[dsn, as_json], help=_("help.job"))
     p.add_argument("id", type=job_id)
     p.set_defaults(func=cmd_job, parser=p)
 
     p = sub.add_parser("jobs", parents=[dsn, as_json],
-                       help="list jobs, newest first: brooq jobs --state dead --topic email")
-    p.add_argument("--topic", help="only this topic")
+                       help=_("help.jobs"))
+    p.add_argument("--topic", help=_("help.jobs.topic"))
     p.add_argument("--state", action="append", choices=STATES,
-                   help="only this state (repeat for several)")
-    p.add_argument("--limit", type=job_limit, default=50, help="at most this many (default 50)")
+                   help=_("help.jobs.state"))
+    p.add_argument("--limit", type=job_limit, default=50, help=_("help.jobs.limit"))
     p.set_defaults(func=cmd_jobs, parser=p)
 
-    p = sub.add_parser("stats", parents=[dsn, as_json], help="depth and lag by topic")
+    p = sub.add_parser("stats", parents=[dsn, as_json], help=_("help.stats"))
     p.set_defaults(func=cmd_stats, parser=p)
 
     p = sub.add_parser("schedule", parents=[dsn, as_json],
-                       help="a periodic job on pg_cron: brooq schedule NAME CRON TOPIC [JSON] | --list")
-    p.add_argument("name", nargs="?", metavar="NAME", help="1 to 48 of a-z 0-9 . - _")
+                       help=_("help.schedule"))
+    p.add_argument("name", nargs="?", metavar="NAME", help=_("help.schedule.name"))
     p.add_argument("cron", nargs="?", metavar="CRON",
-                   help="a pg_cron schedule, e.g. '0 3 * * *' (or '30 seconds' on pg_cron 1.5+)")
-    p.add_argument("topic", nargs="?", metavar="TOPIC", help="a declared topic")
-    p.add_argument("payload", nargs="?", metavar="JSON", help="the payload of every job (default {}); - reads stdin")
-    p.add_argument("--priority", type=int, default=0, help="the priority of every job (default 0)")
-    p.add_argument("--list", action="store_true", help="list the schedules and the last job of each")
+                   help=_("help.schedule.cron"))
+    p.add_argument("topic", nargs="?", metavar="TOPIC", help=_("help.schedule.topic"))
+    p.add_argument("payload", nargs="?", metavar="JSON", help=_("help.schedule.payload"))
+    p.add_argument("--priority", type=int, default=0, help=_("help.schedule.priority"))
+    p.add_argument("--list", action="store_true", help=_("help.schedule.list"))
     p.set_defaults(func=cmd_schedule, parser=p)
 
-    p = sub.add_parser("unschedule", parents=[dsn], help="remove a periodic job")
+    p = sub.add_parser("unschedule", parents=[dsn], help=_("help.unschedule"))
     p.add_argument("name", metavar="NAME")
     p.set_defaults(func=cmd_unschedule, parser=p)
 
     p = sub.add_parser("health", parents=[dsn, as_json],
-                       help="what needs a person: vacuum, expired leases, paused topics (exit 3 warn, 4 fail)")
+                       help=_("help.health"))
     p.set_defaults(func=cmd_health, parser=p)
 
-    p = sub.add_parser("cancel", parents=[dsn], help="cancel a job that is not finished")
+    p = sub.add_parser("cancel", parents=[dsn], help=_("help.cancel"))
     p.add_argument("id", type=job_id)
     p.set_defaults(func=cmd_cancel, parser=p)
 
     p = sub.add_parser("retry", parents=[dsn],
-                       help="re-drive a dead or canceled job: brooq retry JOB_ID | --dead TOPIC")
-    p.add_argument("id", type=job_id, nargs="?", metavar="JOB_ID", help="a dead or canceled job")
-    p.add_argument("--dead", metavar="TOPIC", help="the topic's dead jobs instead, oldest first")
-    p.add_argument("--canceled", action="store_true", help="with --dead: its canceled jobs too")
+                       help=_("help.retry"))
+    p.add_argument("id", type=job_id, nargs="?", metavar="JOB_ID", help=_("help.retry.id"))
+    p.add_argument("--dead", metavar="TOPIC", help=_("help.retry.dead"))
+    p.add_argument("--canceled", action="store_true", help=_("help.retry.canceled"))
     p.add_argument("--max-jobs", type=positive_int, metavar="N",
-                   help="with --dead: at most N jobs (default 1000, at most 100000)")
+                   help=_("help.retry.max_jobs"))
     p.add_argument("--since", type=instant, metavar="TIME",
-                   help="with --dead: only jobs that died (or were canceled) at or after TIME (ISO 8601)")
+                   help=_("help.retry.since"))
     p.set_defaults(func=cmd_retry, parser=p)
 
     p = sub.add_parser("flush", parents=[dsn],
-                       help="delete a topic's waiting jobs (pending, failed), or --completed ones")
+                       help=_("help.flush"))
     p.add_argument("topic")
     p.add_argument("--completed", action="store_true",
-                   help="the finished jobs instead (done, dead, canceled), without waiting for retention")
-    p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+                   help=_("help.flush.completed"))
+    p.add_argument("--yes", action="store_true", help=_("help.flush.yes"))
     p.set_defaults(func=cmd_flush, parser=p)
 
-    p = sub.add_parser("declare-topic", parents=[dsn], help="create a topic or set its settings")
+    p = sub.add_parser("declare-topic", parents=[dsn], help=_("help.declare_topic"))
     p.add_argument("name")
-    p.add_argument("--max-attempts", type=positive_int, default=5, help="default 5")
-    p.add_argument("--backoff-base", type=parse_duration, help="first retry delay (default 1s)")
-    p.add_argument("--backoff-max", type=parse_duration, help="cap on retry delays (default 1m)")
-    p.add_argument("--retention", type=parse_duration, help="keep finished jobs (default 30d; 0s: forever)")
-    p.add_argument("--max-payload-bytes", type=positive_int, help="default 1048576")
+    p.add_argument("--max-attempts", type=positive_int, default=5, help=_("help.declare_topic.max_attempts"))
+    p.add_argument("--backoff-base", type=parse_duration, help=_("help.declare_topic.backoff_base"))
+    p.add_argument("--backoff-max", type=parse_duration, help=_("help.declare_topic.backoff_max"))
+    p.add_argument("--retention", type=parse_duration, help=_("help.declare_topic.retention"))
+    p.add_argument("--max-payload-bytes", type=positive_int, help=_("help.declare_topic.max_payload_bytes"))
     p.add_argument("--max-execution", type=parse_duration,
-                   help="a job's time across all its attempts, from its first claim (default: no limit)")
+                   help=_("help.declare_topic.max_execution"))
     p.add_argument("--no-notify", dest="notify", action="store_false",
-                   help="do not NOTIFY workers on enqueue (they poll)")
+                   help=_("help.declare_topic.no_notify"))
     p.set_defaults(func=cmd_declare_topic, parser=p)
 
-    for name, text in (("pause", "stop claims of a topic's jobs"), ("resume", "claim a paused topic again")):
+    for name, text in (("pause", _("help.pause")), ("resume", _("help.resume"))):
         p = sub.add_parser(name, parents=[dsn], help=text)
         p.add_argument("topic")
         p.set_defaults(func=cmd_pause, parser=p)
 
-    p = sub.add_parser("deploy", parents=[dsn], help="apply the schema (sqitch, else psql)")
+    p = sub.add_parser("deploy", parents=[dsn], help=_("help.deploy"))
     p.add_argument("--method", choices=["auto", "sqitch", "psql"], default="auto",
-                   help="sqitch deploy --verify, psql -f sql/install.sql, or auto (sqitch if present)")
-    p.add_argument("--root", type=Path, help="the brooq source tree (default: found from the package)")
-    p.add_argument("-v", "--verbose", action="store_true", help="print the tool's output")
+                   help=_("help.deploy.method"))
+    p.add_argument("--root", type=Path, help=_("help.deploy.root"))
+    p.add_argument("-v", "--verbose", action="store_true", help=_("help.deploy.verbose"))
     p.set_defaults(func=cmd_deploy, parser=p)
 
     p = sub.add_parser("dashboard", parents=[dsn],
-                       help="a web page over the queue: topics, jobs in flight, dead jobs, actions")
+                       help=_("help.dashboard"))
     p.add_argument("--address", default="127.0.0.1:9470", metavar="HOST:PORT",
-                   help="where to listen (default 127.0.0.1:9470; port 0: a free one)")
+                   help=_("help.dashboard.address"))
     p.add_argument("--public", action="store_true",
-                   help="allow an address that is not loopback")
-    p.add_argument("--token", help="the token that allows actions (default: $BROOQ_DASHBOARD_TOKEN; "
-                                   "none: read-only); at least 16 characters")
+                   help=_("help.dashboard.public"))
+    p.add_argument("--token", help=_("help.dashboard.token"))
     p.add_argument("--token-file", type=Path, metavar="PATH",
-                   help="read the token from this file (e.g. systemd's LoadCredential=)")
+                   help=_("help.dashboard.token_file"))
     p.set_defaults(func=cmd_dashboard, parser=p)
 
     p = sub.add_parser("demo", parents=[dsn],
-                       help="throwaway PostgreSQL, jobs enqueued from SQL, a worker with live progress")
-    p.add_argument("--jobs", type=demo_jobs, default=5000, help="how many jobs, 20 or more (default 5000)")
+                       help=_("help.demo"))
+    p.add_argument("--jobs", type=demo_jobs, default=5000, help=_("help.demo.jobs"))
     p.add_argument("--timeout", type=parse_duration, default=timedelta(seconds=90),
-                   help="stop the worker after this long even if jobs remain (default 90s)")
+                   help=_("help.demo.timeout"))
     p.add_argument("--progress", choices=["auto", "live", "log", "off"], default="auto",
-                   help="live line in a terminal, log lines in a pipe (auto), or off")
+                   help=_("help.progress"))
     p.set_defaults(func=cmd_demo, parser=p)
     return parser
 
 
 def short_usage(parser: argparse.ArgumentParser) -> str:
     """What `brooq` alone prints: the commands, one line each."""
-    lines = ["usage: brooq COMMAND [options]   (brooq COMMAND --help for its options)", "",
-             "commands:"]
+    lines = [_("cli.usage_line"), "", _("cli.commands")]
     for action in parser._subparsers._group_actions if parser._subparsers else []:
         for choice in getattr(action, "_choices_actions", []):
             lines.append(f"  {choice.dest:<14} {choice.help}")
-    lines += ["", "Every command that talks to a database takes --dsn (default: $BROOQ_DSN)."]
+    lines += ["", _("cli.dsn_note")]
     return "\n".join(lines) + "\n"
 
 

@@ -38,6 +38,7 @@ from psycopg.rows import class_row
 
 from brooq import producer, queries
 from brooq.errors import ADMIN, BrooqError, PermissionDenied, mapped
+from brooq.messages import _
 from brooq.producer import JobFate, TopicStats
 from brooq.redact import one_line
 from brooq.tools import dashboard_html as html
@@ -59,19 +60,9 @@ MINUTES = 15  # the throughput chart's window
 LIST_LIMIT = 200  # rows on a list page
 MAX_FORM = 4096  # bytes of a form (an action's form is a few dozen)
 
-# The actions: path suffix -> (what the flash says when it did something, when not).
-FLASH = {
-    "canceled": "Job canceled.",
-    "not-canceled": "Not canceled: the job is already finished (done, dead, canceled).",
-    "retried": "Job re-driven: it is pending again.",
-    "not-retried": "Not re-driven: only a dead or canceled job can be.",
-    "paused": "Topic paused: workers claim none of its jobs until it is resumed.",
-    "not-paused": "The topic was already paused.",
-    "resumed": "Topic resumed.",
-    "not-resumed": "The topic was not paused.",
-    "login": "Logged in: the actions are yours.",
-    "logout": "Logged out: the dashboard is read-only.",
-}
+# The actions' flashes: what the page says after one (catalogue keys dash.flash.<name>).
+FLASH = ("canceled", "not-canceled", "retried", "not-retried", "paused", "not-paused",
+         "resumed", "not-resumed", "login", "logout")
 
 
 class InFlight(NamedTuple):
@@ -135,6 +126,11 @@ class MinuteCounts:
         with self._lock:
             self._kept = kept
         return series
+
+
+def flash_text(name: str) -> str:
+    """What the page says after the action `name` ("" for none, or an unknown one)."""
+    return _("dash.flash." + name) if name in FLASH else ""
 
 
 def available() -> bool:
@@ -282,7 +278,7 @@ JOB_STATES = {"dead": ["dead"], "failed": ["failed"], "canceled": ["canceled"],
 def create_app(dsn: str, token: str | None) -> Starlette:
     """The dashboard as an ASGI application (uvicorn serves it, see serve)."""
     if Starlette is None:
-        raise BrooqError(f"brooq dashboard needs Starlette and Uvicorn: {HINT}")
+        raise BrooqError(_("cli.dashboard_needs", hint=HINT))
     db = Database(dsn)
     auth = Auth(token)
 
@@ -295,17 +291,16 @@ def create_app(dsn: str, token: str | None) -> Starlette:
             admin=session is not None, csrf=auth.csrf(session) if session else "",
             can_log_in=token is not None, path=request.url.path,
             here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
-            flash=FLASH.get(request.query_params.get("did", ""), ""))
+            flash=flash_text(request.query_params.get("did", "")))
 
     def failed(request: Request, exc: Exception, acting: bool = False) -> HTMLResponse:
         if isinstance(exc, PermissionDenied | psycopg.errors.InsufficientPrivilege):
-            why = ("actions need brooq_admin" if acting else
-                   "reading needs the grants of docs/dashboard.md, \"Its database role\"")
+            why = _("dash.actions_need_admin") if acting else _("dash.reading_needs_grants")
             return respond(request, html.message(
-                view(request), "Refused by the database",
-                f"The dashboard's database role may not do this: {why} ({one_line(exc, 200)})."), 403)
+                view(request), _("dash.refused_by_db"),
+                _("dash.role_may_not", why=why, error=one_line(exc, 200))), 403)
         return respond(request, html.message(
-            view(request), "The database answered with an error", one_line(exc, 300)), 503)
+            view(request), _("dash.db_error"), one_line(exc, 300)), 503)
 
     async def topics(request: Request) -> Response:
         try:
@@ -325,8 +320,8 @@ def create_app(dsn: str, token: str | None) -> Starlette:
         topic = request.query_params.get("topic") or None
         state = request.query_params.get("state", "")
         if state not in JOB_STATES:
-            return respond(request, html.message(view(request), "Unknown state",
-                                                 "Choose dead, failed or canceled."), 400)
+            return respond(request, html.message(view(request), _("dash.unknown_state"),
+                                                 _("dash.choose_state")), 400)
         try:
             rows, names = await run_in_threadpool(db.jobs, topic, JOB_STATES[state])
         except (psycopg.Error, BrooqError) as exc:
@@ -341,8 +336,7 @@ def create_app(dsn: str, token: str | None) -> Starlette:
             return failed(request, exc)
         if fate is None:
             return respond(request, html.message(
-                view(request), f"Job {job_id} not found",
-                "No job has this id: never enqueued, or purged after its topic's retention."), 404)
+                view(request), _("dash.job_not_found", id=job_id), _("dash.no_such_job")), 404)
         return respond(request, html.job(view(request), fate))
 
     async def form(request: Request) -> dict[str, str]:
@@ -352,23 +346,21 @@ def create_app(dsn: str, token: str | None) -> Starlette:
         return {k: v[0] for k, v in urllib.parse.parse_qs(body.decode("utf-8", "replace")).items()}
 
     def refused(request: Request, why: str) -> HTMLResponse:
-        return respond(request, html.message(view(request), "Refused", why), 403)
+        return respond(request, html.message(view(request), _("dash.refused"), why), 403)
 
     def action(name: str, target_of: Callable[[Request], int | str],
                back: Callable[[int | str], str]) -> Handler:
         async def endpoint(request: Request) -> Response:
             if token is None:
-                return refused(request, "This dashboard is read-only: it was started without a "
-                                        "token (--token or BROOQ_DASHBOARD_TOKEN).")
+                return refused(request, _("dash.read_only_no_token"))
             fields = await form(request)
             if not auth.bearer(request):
                 session = auth.session(request)
                 if session is None:
-                    return refused(request, "Actions need the dashboard's token: log in first.")
+                    return refused(request, _("dash.log_in_first"))
                 if not same_origin(request) or not hmac.compare_digest(
                         fields.get("csrf", "").encode(), auth.csrf(session).encode()):
-                    return refused(request, "This form did not come from this dashboard "
-                                            "(its CSRF field or origin is wrong): reload the page.")
+                    return refused(request, _("dash.bad_form"))
             target = target_of(request)
             try:
                 changed = await run_in_threadpool(db.act, name, target)
@@ -395,11 +387,11 @@ def create_app(dsn: str, token: str | None) -> Starlette:
     async def login(request: Request) -> Response:
         fields = await form(request)
         if token is None:
-            return refused(request, "This dashboard is read-only: it was started without a token.")
+            return refused(request, _("dash.read_only_login"))
         if not same_origin(request):
-            return refused(request, "This form did not come from this dashboard.")
+            return refused(request, _("dash.foreign_form"))
         if not auth.matches(fields.get("token", "")):
-            return respond(request, html.login(view(request), "That is not the dashboard's token.",
+            return respond(request, html.login(view(request), _("dash.wrong_token"),
                                                fields.get("next")), 403)
         to = with_flash(safe_next(fields.get("next"), "/"), "login")
         response = RedirectResponse(to, status_code=303)
@@ -410,7 +402,7 @@ def create_app(dsn: str, token: str | None) -> Starlette:
 
     async def logout(request: Request) -> Response:
         if not same_origin(request):
-            return refused(request, "This form did not come from this dashboard.")
+            return refused(request, _("dash.foreign_form"))
         response = RedirectResponse(with_flash("/", "logout"), status_code=303)
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
         return response
@@ -461,8 +453,8 @@ def serve(dsn: str, token: str | None, host: str, port: int,
     sock = listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    mode = "actions for the token's holder" if token else "read-only: no token"
-    announce(f"brooq dashboard on http://{shown}:{bound}/ ({mode})")
+    mode = _("dash.mode_actions") if token else _("dash.mode_read_only")
+    announce(_("dash.serving", host=shown, port=bound, mode=mode))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            lifespan="off", server_header=False))
     server.run(sockets=[sock])

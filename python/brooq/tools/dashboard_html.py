@@ -2,7 +2,7 @@
 
 Every value from the database passes through ``esc`` (html.escape, quotes too)
 before it is put in a page; nothing else is interpolated but this module's own
-literals and numbers. No script: the chart is inline SVG, the actions are forms.
+literals and numbers, and the texts of the message catalogue, escaped too (``t``). No script: the chart is inline SVG, the actions are forms.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from brooq.messages import _, language_tag, template
 from brooq.producer import JobFate, TopicStats
 from brooq.tools.text import format_duration
 
@@ -59,12 +60,29 @@ def age(value: timedelta | None) -> str:
 def pretty(value: Any) -> str:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
     if len(text) > MAX_SHOWN:
-        text = text[:MAX_SHOWN] + f"\n... ({len(text) - MAX_SHOWN} more characters)"
+        text = text[:MAX_SHOWN] + "\n" + _("dash.more_characters", count=len(text) - MAX_SHOWN)
     return f"<pre>{esc(text)}</pre>"
 
 
-def badge(state: str) -> str:
-    return f'<span class="state s-{esc(state)}">{esc(state)}</span>'
+def badge(state: str, label: str | None = None) -> str:
+    """A state as a badge: a job's state as is (data), or a label for a word of ours."""
+    return f'<span class="state s-{esc(state)}">{esc(state if label is None else label)}</span>'
+
+
+class Html(str):
+    """A piece of HTML already safe, for a field of ``t``."""
+
+
+def t(key: str, **fields: Any) -> str:
+    """A catalogue text (brooq.messages) as HTML: the text escaped, its fields escaped
+    too, but the ``Html`` ones put as they are."""
+    return esc(template(key)).format(**{k: v if isinstance(v, Html) else esc(v)
+                                        for k, v in fields.items()})
+
+
+def headings(*keys: str) -> str:
+    """A table's heading row, each heading a catalogue text."""
+    return "<tr>" + "".join(f"<th>{t(k)}</th>" if k else "<th></th>" for k in keys) + "</tr>"
 
 
 STYLE = """
@@ -114,21 +132,22 @@ svg.chart line { stroke:var(--line); }
 .error { color:#9b1c1c; }
 """
 
-TABS = (("/", "Topics"), ("/in-flight", "In flight"), ("/jobs", "Dead & failed"))
+TABS = (("/", "dash.tab.topics"), ("/in-flight", "dash.tab.in_flight"), ("/jobs", "dash.tab.jobs"))
 
 
 def page(view: View, title: str, body: str) -> str:
-    nav = "".join(f'<a href="{href}"{" class=on" if _active(view.path, href) else ""}>{label}</a>'
-                  for href, label in TABS)
+    nav = "".join(f'<a href="{href}"{" class=on" if _active(view.path, href) else ""}>{t(key)}</a>'
+                  for href, key in TABS)
     if view.admin:
-        who = ('<span>admin</span><form class="inline" method="post" action="/logout">'
-               '<button type="submit" id="logout">log out</button></form>')
+        who = (f'<span>{t("dash.admin")}</span><form class="inline" method="post" action="/logout">'
+               f'<button type="submit" id="logout">{t("dash.log_out")}</button></form>')
     elif view.can_log_in:
-        who = f'<span>read-only</span><a id="login" href="/login?next={q(view.here)}">log in</a>'
+        who = (f'<span>{t("dash.read_only")}</span>'
+               f'<a id="login" href="/login?next={q(view.here)}">{t("dash.log_in")}</a>')
     else:
-        who = '<span title="started without a token">read-only</span>'
+        who = f'<span title="{t("dash.no_token")}">{t("dash.read_only")}</span>'
     flash = f'<div class="flash" id="flash">{esc(view.flash)}</div>' if view.flash else ""
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+    return (f'<!doctype html><html lang="{esc(language_tag())}"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(title)} · brooq</title><style>{STYLE}</style></head><body>"
             f'<header><span class="brand">brooq</span><nav>{nav}</nav><div class="who">{who}</div></header>'
@@ -156,14 +175,14 @@ def chart(series: Sequence[tuple[int, int]], top: int) -> str:
     width, height, bar = 10, 36, 8
     scale = height / max(top, 1)
     parts = [(f'<svg class="chart" width="{len(series) * width}" height="{height}" role="img" '
-              f'aria-label="jobs finished per minute">'
+              f'aria-label="{t("dash.chart_label")}">'
               f'<line x1="0" y1="{height - 0.5}" x2="{len(series) * width}" y2="{height - 0.5}"/>')]
     for i, (done, dead) in enumerate(series):
         ago = len(series) - 1 - i
-        label = f"{ago} min ago" if ago else "this minute"
+        label = _("dash.minutes_ago", minutes=ago) if ago else _("dash.this_minute")
         x = i * width
         h_done, h_dead = done * scale, dead * scale
-        parts.append(f"<g><title>{label}: {done} done, {dead} dead</title>"
+        parts.append(f"<g><title>{t('dash.bar', when=label, done=done, dead=dead)}</title>"
                      f'<rect class="done" x="{x}" y="{height - h_done:.1f}" width="{bar}" height="{h_done:.1f}"/>'
                      f'<rect class="dead" x="{x}" y="{height - h_done - h_dead:.1f}" width="{bar}" '
                      f'height="{h_dead:.1f}"/></g>')
@@ -172,19 +191,20 @@ def chart(series: Sequence[tuple[int, int]], top: int) -> str:
 
 
 def topics(view: View, stats: Sequence[TopicStats], series: dict[str, list[tuple[int, int]]]) -> str:
+    title = _("dash.tab.topics")
     if not stats:
-        return page(view, "Topics", '<p class="muted">No topics yet: a worker declares its topics '
-                                    "when it starts, or run <code>brooq declare-topic NAME</code>.</p>")
+        command = Html("<code>brooq declare-topic NAME</code>")
+        return page(view, title, f'<p class="muted">{t("dash.no_topics", command=command)}</p>')
     rows = []
     for s in stats:
         minutes = series.get(s.topic, [])
         top = max((d + x for d, x in minutes), default=0)  # each topic to its own scale
         finished = sum(d + x for d, x in minutes)
-        dead = sum(x for _, x in minutes)
-        state = badge("paused") if s.paused else badge("running")
-        toggle = (action(view, f"/topics/{q(s.topic)}/resume", "resume", "go", f"resume-{s.topic}")
+        dead = sum(x for _d, x in minutes)
+        state = badge("paused", _("dash.paused")) if s.paused else badge("running", _("dash.running"))
+        toggle = (action(view, f"/topics/{q(s.topic)}/resume", _("dash.resume"), "go", f"resume-{s.topic}")
                   if s.paused else
-                  action(view, f"/topics/{q(s.topic)}/pause", "pause", "", f"pause-{s.topic}"))
+                  action(view, f"/topics/{q(s.topic)}/pause", _("dash.pause"), "", f"pause-{s.topic}"))
         rows.append(
             f'<tr id="topic-{esc(s.topic)}"><td><a href="/jobs?topic={q(s.topic)}">{esc(s.topic)}</a></td>'
             f"<td>{state} {toggle}</td>"
@@ -193,108 +213,105 @@ def topics(view: View, stats: Sequence[TopicStats], series: dict[str, list[tuple
             f'<td class="n">{age(s.oldest_ready_age)}</td>'
             f"<td>{chart(minutes, top)}</td>"
             f'<td class="n">{finished / max(len(minutes), 1):.1f}</td><td class="n">{dead}</td></tr>')
-    head = ("<tr><th>topic</th><th>claims</th><th>ready</th><th>scheduled</th>"
-            "<th>failed, to retry</th><th>in flight</th><th>lease expired</th><th>oldest ready</th>"
-            "<th>finished / minute, last 15 min</th><th>avg / min</th><th>dead, 15 min</th></tr>")
-    note = ('<p class="muted">ready: claimable now; scheduled: waiting for their time (a delay or '
-            "a retry's backoff); failed: waiting for a retry. Finished jobs are counted by the "
-            "time they were settled (done in green, dead in red), one bar a minute. "
-            "Reload the page to refresh.</p>")
-    return page(view, "Topics", f"<table>{head}{''.join(rows)}</table>{note}")
+    head = headings("dash.col.topic", "dash.col.claims", "dash.col.ready", "dash.col.scheduled",
+                    "dash.col.failed_to_retry", "dash.col.in_flight", "dash.col.lease_expired",
+                    "dash.col.oldest_ready", "dash.col.finished_per_minute",
+                    "dash.col.avg_per_minute", "dash.col.dead_15")
+    note = f'<p class="muted">{t("dash.topics_note")}</p>'
+    return page(view, title, f"<table>{head}{''.join(rows)}</table>{note}")
 
 
 def in_flight(view: View, rows: Sequence[InFlight]) -> str:
+    title = _("dash.tab.in_flight")
     if not rows:
-        return page(view, "In flight", '<p class="muted">No job is being processed.</p>')
+        return page(view, title, f'<p class="muted">{t("dash.nothing_in_flight")}</p>')
     body = []
     for r in rows:
-        lease = badge("expired") if r.expired else age(r.lease_left)
+        lease = badge("expired", _("dash.expired")) if r.expired else age(r.lease_left)
         progress = esc(json.dumps(r.progress, ensure_ascii=False)[:200]) if r.progress is not None else ""
         body.append(f'<tr><td><a href="/jobs/{r.id}">{r.id}</a></td><td>{esc(r.topic)}</td>'
                     f'<td class="n">{r.attempts}/{r.max_attempts}</td><td>{esc(r.locked_by)}</td>'
                     f"<td>{when(r.claimed_at)}</td><td class=\"n\">{age(r.running_for)}</td>"
                     f'<td class="n">{lease}</td><td>{progress}</td>'
-                    f"<td>{action(view, f'/jobs/{r.id}/cancel', 'cancel', 'danger')}</td></tr>")
-    head = ("<tr><th>job</th><th>topic</th><th>attempt</th><th>held by</th><th>claimed</th>"
-            "<th>for</th><th>lease left</th><th>progress</th><th></th></tr>")
-    return page(view, "In flight", f"<table>{head}{''.join(body)}</table>"
-                                   '<p class="muted">The longest held first. A lease that expired '
-                                   "goes back to its topic at the next reap.</p>")
+                    f"<td>{action(view, f'/jobs/{r.id}/cancel', _('dash.cancel'), 'danger')}</td></tr>")
+    head = headings("dash.col.job", "dash.col.topic", "dash.col.attempt", "dash.col.held_by",
+                    "dash.col.claimed", "dash.col.for", "dash.col.lease_left", "dash.col.progress", "")
+    return page(view, title, f"<table>{head}{''.join(body)}</table>"
+                             f'<p class="muted">{t("dash.in_flight_note")}</p>')
 
 
 def jobs(view: View, rows: Sequence[JobFate], topic_names: Iterable[str], topic: str | None,
          state: str) -> str:
-    options = ['<option value="">every topic</option>'] + [
-        f'<option value="{esc(t)}"{" selected" if t == topic else ""}>{esc(t)}</option>'
-        for t in topic_names]
-    states = [f'<option value="{v}"{" selected" if v == state else ""}>{label}</option>'
-              for v, label in (("", "dead and failed"), ("dead", "dead"), ("failed", "failed"),
+    title = _("dash.tab.jobs")
+    options = [f'<option value="">{t("dash.every_topic")}</option>'] + [
+        f'<option value="{esc(n)}"{" selected" if n == topic else ""}>{esc(n)}</option>'
+        for n in topic_names]
+    states = [f'<option value="{v}"{" selected" if v == state else ""}>{esc(label)}</option>'
+              for v, label in (("", _("dash.dead_and_failed")), ("dead", "dead"), ("failed", "failed"),
                                ("canceled", "canceled"))]
     filters = (f'<form class="filters" method="get" action="/jobs">'
-               f'<label>topic <select name="topic" id="topic">{"".join(options)}</select></label>'
-               f'<label>state <select name="state" id="state">{"".join(states)}</select></label>'
-               f'<button type="submit" id="filter">show</button></form>')
+               f'<label>{t("dash.filter.topic")} <select name="topic" id="topic">{"".join(options)}</select></label>'
+               f'<label>{t("dash.filter.state")} <select name="state" id="state">{"".join(states)}</select></label>'
+               f'<button type="submit" id="filter">{t("dash.show")}</button></form>')
     if not rows:
-        return page(view, "Dead & failed", filters + '<p class="muted">No job matches.</p>')
+        return page(view, title, filters + f'<p class="muted">{t("dash.no_job_matches")}</p>')
     body = []
     for j in rows:
-        act = (action(view, f"/jobs/{j.id}/retry", "re-drive", "go") if j.state in ("dead", "canceled")
-               else action(view, f"/jobs/{j.id}/cancel", "cancel", "danger"))
+        act = (action(view, f"/jobs/{j.id}/retry", _("dash.redrive"), "go") if j.state in ("dead", "canceled")
+               else action(view, f"/jobs/{j.id}/cancel", _("dash.cancel"), "danger"))
         body.append(f'<tr id="job-{j.id}"><td><a href="/jobs/{j.id}">{j.id}</a></td><td>{esc(j.topic)}</td>'
                     f'<td>{badge(j.state)}</td><td class="n">{j.attempts}/{j.max_attempts}</td>'
                     f"<td>{when(j.updated_at)}</td>"
                     f'<td class="err">{esc((j.last_error or "-")[:400])}</td><td>{act}</td></tr>')
-    head = ("<tr><th>job</th><th>topic</th><th>state</th><th>attempts</th><th>since</th>"
-            "<th>last error</th><th></th></tr>")
-    return page(view, "Dead & failed", f"{filters}<table>{head}{''.join(body)}</table>"
-                                       '<p class="muted">Newest first, at most 200. Failed jobs wait '
-                                       "for a retry; dead ones used up their attempts.</p>")
+    head = headings("dash.col.job", "dash.col.topic", "dash.col.state", "dash.col.attempts",
+                    "dash.col.since", "dash.col.last_error", "")
+    return page(view, title, f"{filters}<table>{head}{''.join(body)}</table>"
+                             f'<p class="muted">{t("dash.jobs_note")}</p>')
 
 
 def job(view: View, j: JobFate) -> str:
-    rows = [("topic", f'<a href="/jobs?topic={q(j.topic)}">{esc(j.topic)}</a>'),
-            ("state", badge(j.state)),
-            ("attempts", f"{j.attempts} of {j.max_attempts}"),
-            ("priority", str(j.priority)),
-            ("idempotency key", esc(j.key) if j.key is not None else "-"),
-            ("created", when(j.created_at)),
-            ("updated", when(j.updated_at))]
+    rows = [("dash.fact.topic", f'<a href="/jobs?topic={q(j.topic)}">{esc(j.topic)}</a>'),
+            ("dash.fact.state", badge(j.state)),
+            ("dash.fact.attempts", t("dash.attempts_of", attempts=j.attempts,
+                                     max_attempts=j.max_attempts)),
+            ("dash.fact.priority", str(j.priority)),
+            ("dash.fact.key", esc(j.key) if j.key is not None else "-"),
+            ("dash.fact.created", when(j.created_at)),
+            ("dash.fact.updated", when(j.updated_at))]
     if j.state in ("pending", "failed"):
-        rows.append(("available at", when(j.available_at)))
+        rows.append(("dash.fact.available", when(j.available_at)))
     if j.locked_by:
-        rows += [("held by", esc(j.locked_by)), ("lease until", when(j.locked_until))]
-    facts = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+        rows += [("dash.fact.held_by", esc(j.locked_by)), ("dash.fact.lease_until", when(j.locked_until))]
+    facts = "".join(f"<dt>{t(k)}</dt><dd>{v}</dd>" for k, v in rows)
     acts = []
     if j.state in ("dead", "canceled"):
-        acts.append(action(view, f"/jobs/{j.id}/retry", "re-drive", "go", "retry"))
+        acts.append(action(view, f"/jobs/{j.id}/retry", _("dash.redrive"), "go", "retry"))
     if j.state in ("pending", "failed", "processing"):
-        acts.append(action(view, f"/jobs/{j.id}/cancel", "cancel", "danger", "cancel"))
+        acts.append(action(view, f"/jobs/{j.id}/cancel", _("dash.cancel"), "danger", "cancel"))
     actions = f'<div class="actions">{"".join(acts)}</div>' if any(acts) else ""
     parts = [f'<dl id="facts">{facts}</dl>', actions]
     if j.last_error:
-        parts.append(f'<h2>Last error</h2><pre id="last-error">{esc(j.last_error[:MAX_SHOWN])}</pre>')
-    parts.append(f"<h2>Payload</h2>{pretty(j.payload)}")
+        parts.append(f'<h2>{t("dash.last_error")}</h2><pre id="last-error">{esc(j.last_error[:MAX_SHOWN])}</pre>')
+    parts.append(f'<h2>{t("dash.payload")}</h2>{pretty(j.payload)}')
     if j.result is not None:
-        parts.append(f"<h2>Result</h2>{pretty(j.result)}")
+        parts.append(f'<h2>{t("dash.result")}</h2>{pretty(j.result)}')
     if j.progress is not None:
-        parts.append(f"<h2>Progress</h2>{pretty(j.progress)}")
-    return page(view, f"Job {j.id}", "".join(parts))
+        parts.append(f'<h2>{t("dash.progress")}</h2>{pretty(j.progress)}')
+    return page(view, _("dash.job_title", id=j.id), "".join(parts))
 
 
 def login(view: View, error: str, next_path: str | None) -> str:
     if not view.can_log_in:
-        return message(view, "Read-only", "This dashboard was started without a token "
-                                          "(--token or BROOQ_DASHBOARD_TOKEN): it has no actions.")
+        return message(view, _("dash.read_only_title"), _("dash.read_only_text"))
     err = f'<p class="error" id="login-error">{esc(error)}</p>' if error else ""
-    return page(view, "Log in", f'<form class="login" method="post" action="/login">{err}'
-                                f'<label>the dashboard\'s token<input type="password" name="token" '
-                                f'id="token" autocomplete="current-password" autofocus></label>'
-                                f'<input type="hidden" name="next" value="{esc(next_path or "/")}">'
-                                f'<button type="submit" id="submit">log in</button></form>'
-                                '<p class="muted">The token is checked once; the browser then holds '
-                                "a session cookie for 8 hours (HttpOnly, SameSite=Strict), not the "
-                                "token.</p>")
+    return page(view, _("dash.log_in_title"),
+                f'<form class="login" method="post" action="/login">{err}'
+                f'<label>{t("dash.token_label")}<input type="password" name="token" '
+                f'id="token" autocomplete="current-password" autofocus></label>'
+                f'<input type="hidden" name="next" value="{esc(next_path or "/")}">'
+                f'<button type="submit" id="submit">{t("dash.log_in")}</button></form>'
+                f'<p class="muted">{t("dash.login_note")}</p>')
 
 
 def message(view: View, title: str, text: str) -> str:
-    return page(view, title, f'<p id="message">{esc(text)}</p><p><a href="/">back to the topics</a></p>')
+    return page(view, title, f'<p id="message">{esc(text)}</p><p><a href="/">{t("dash.back")}</a></p>')

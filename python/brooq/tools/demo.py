@@ -35,6 +35,7 @@ from psycopg.rows import class_row, scalar_row
 
 import brooq
 from brooq import queries
+from brooq.messages import _
 from brooq.snapshot import WorkerSnapshot
 from brooq.tools.deploy import DeployError, deploy, schema_root
 from brooq.tools.progress import Progress
@@ -78,7 +79,7 @@ class Plan:
     @staticmethod
     def for_total(total: int) -> Plan:
         if total < 20:
-            raise ValueError(f"the demo needs 20 jobs or more, not {total}")
+            raise ValueError(_("demo.too_few_jobs", total=total))
         doomed = max(1, total * 2 // 100)
         flaky = max(2, total * 8 // 100)
         delayed = max(1, total * 5 // 100)
@@ -153,7 +154,7 @@ def enqueue_from_sql(dsn: str, plan: Plan) -> Enqueued:
             ["psql", "-X", "-q", "-A", "-t", "-1", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", "-"],
             input=script, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"psql failed: {done.stderr.strip()}")
+            raise RuntimeError(_("demo.psql_failed", error=done.stderr.strip()))
         label = ""
         for line in done.stdout.splitlines():
             if line.startswith("#"):
@@ -233,8 +234,7 @@ class Demo:
                 return {"skipped": "not this run's"}
             started = time.monotonic()
             if job.canceled.wait(float(job.payload["seconds"])):
-                self.say(f"  job {job.id}: its handler saw job.canceled after "
-                         f"{time.monotonic() - started:.1f}s in flight and returned")
+                self.say(_("demo.saw_canceled", id=job.id, seconds=time.monotonic() - started))
                 return None
             return {"pages": 12}
 
@@ -256,10 +256,9 @@ class Demo:
                     return
                 time.sleep(1.0)
                 canceled = brooq.cancel(conn, self.long_id)
-                self.say(f"  job {self.long_id} (demo.report) is running; a second connection "
-                         f"ran select brooq.cancel({self.long_id}) -> {str(canceled).lower()}")
+                self.say(_("demo.canceled_it", id=self.long_id, result=str(canceled).lower()))
         except Exception as exc:  # noqa: BLE001 - reported, and the demo goes on
-            self.say(f"  cancel failed: {describe(exc)}")
+            self.say(_("demo.cancel_failed", error=describe(exc)))
 
     def watch(self, worker: brooq.Worker, ids: list[int]) -> None:
         """Stop the worker once every job is terminal, or at the timeout."""
@@ -285,13 +284,12 @@ class Demo:
         enqueued = self.enqueued = enqueue_from_sql(self.dsn, plan)
         ids = enqueued.all
         self.long_id = enqueued.ids["long"][0]
-        self.out.write(f"* declared {len(TOPICS)} topics and enqueued {len(ids)} jobs from SQL "
-                       f"({enqueued.tool}, one transaction, {enqueued.seconds:.2f}s):\n")
+        self.out.write(_("demo.enqueued", topics=len(TOPICS), jobs=len(ids), tool=enqueued.tool,
+                         seconds=enqueued.seconds) + "\n")
         for label, sql in enqueued.statements:
             if not label.startswith("topic "):
                 self.out.write(f"    {sql};  -- {len(enqueued.ids[label])} {_describe_kind(label)}\n")
-        self.out.write(f"* worker: {CONCURRENCY} handlers at once, lease {LEASE.total_seconds():g}s; "
-                       "running until every job is done, dead or canceled\n")
+        self.out.write(_("demo.worker", concurrency=CONCURRENCY, lease=LEASE.total_seconds()) + "\n")
         self.out.flush()
 
         worker = self.build_worker()
@@ -327,12 +325,11 @@ class Demo:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             left = unfinished(conn, ids)
         if left == 0:
-            self.out.write(f"* every job is terminal after {elapsed:.1f}s; worker stopped\n")
+            self.out.write(_("demo.all_terminal", seconds=elapsed) + "\n")
         elif self.timed_out:
-            self.out.write(f"* timeout: {left} jobs not finished after {self.timeout:g}s; worker stopped\n")
+            self.out.write(_("demo.timeout", left=left, timeout=self.timeout) + "\n")
         else:
-            self.out.write(f"* worker stopped after {elapsed:.1f}s (interrupted) with {left} jobs "
-                           "not finished\n")
+            self.out.write(_("demo.interrupted", seconds=elapsed, left=left) + "\n")
         self.interrupted = left > 0 and not self.timed_out
         snap = worker.snapshot()
         return self.report(ids, snap, elapsed)
@@ -352,48 +349,47 @@ class Demo:
         order = {s: i for i, s in enumerate(("done", "dead", "canceled", "failed", "pending",
                                               "processing"))}
         by_state.sort(key=lambda r: order.get(r.state, 99))
-        self.out.write(f"\nfate of the {len(ids)} jobs by state (one SELECT on brooq.jobs: "
-                       "a job's fate is its own row)\n")
+        self.out.write("\n" + _("demo.fate_title", count=len(ids)) + "\n")
         self.out.write(format_table(
-            ["state", "jobs", "avg attempts", "example last_error"],
+            [_("col.state"), _("demo.col.jobs"), _("demo.col.avg_attempts"),
+             _("demo.col.example_error")],
             [[r.state, r.jobs, f"{r.avg_attempts:.2f}", _cut(r.last_error)] for r in by_state]) + "\n\n")
         self.out.write(format_table(
-            ["topic", "jobs", "done", "dead", "canceled", "other", "avg attempts"],
+            [_("col.topic"), _("demo.col.jobs"), "done", "dead", "canceled", _("demo.col.other"),
+             _("demo.col.avg_attempts")],
             [[r.topic, r.jobs, r.done, r.dead, r.canceled, r.other, f"{r.avg_attempts:.2f}"]
              for r in by_topic]) + "\n\n")
         if extra is not None:
             delayed_after, vip_rank, email_done = extra.delayed_after, extra.vip_rank, extra.email_done
             if delayed_after is not None:
-                self.out.write(f"delayed: the {len(self.plan_ids('delayed'))} jobs enqueued with "
-                               f"delay => '{_interval(DELAY)}' finished {delayed_after:.1f}s or more "
-                               "after their enqueue\n")
+                self.out.write(_("demo.delayed", count=len(self.plan_ids("delayed")),
+                                 delay=_interval(DELAY), seconds=delayed_after) + "\n")
             if vip_rank is not None:
-                self.out.write(f"priority: the {len(self.plan_ids('vip'))} jobs enqueued last with "
-                               f"priority => 10 were among the first {vip_rank} of the "
-                               f"{email_done} demo.email jobs to finish\n")
+                self.out.write(_("demo.priority", count=len(self.plan_ids("vip")), rank=vip_rank,
+                                 done=email_done) + "\n")
         attempts = (snap.done + snap.failed + snap.retried + snap.dead + snap.canceled
                     + snap.lease_lost)
         finished = sum(r.jobs for r in by_state if r.state in ("done", "dead", "canceled"))
         if busy is not None and busy.jobs and busy.seconds:
             jobs, busy_attempts, seconds = busy.jobs, int(busy.attempts or 0), busy.seconds
-            self.out.write(f"throughput: the worker finished {jobs} jobs ({busy_attempts} attempts, "
-                           f"retries included) in {seconds:.2f}s: {jobs / seconds:.0f} jobs/s, "
-                           f"{busy_attempts / seconds:.0f} attempts/s (all jobs but the delayed "
-                           "and the long one)\n")
+            self.out.write(_("demo.throughput", jobs=jobs, attempts=busy_attempts, seconds=seconds,
+                             jobs_rate=jobs / seconds, attempts_rate=busy_attempts / seconds)
+                           + "\n")
         rate = finished / elapsed if elapsed > 0 else 0.0
-        self.out.write(f"overall: {finished} jobs, {attempts} attempts in {elapsed:.1f}s "
-                       f"({rate:.0f} jobs/s, the {_interval(DELAY)} delay included)\n")
+        self.out.write(_("demo.overall", jobs=finished, attempts=attempts, seconds=elapsed,
+                         rate=rate, delay=_interval(DELAY)) + "\n")
         if self.interrupted:
             return 130
         counts = {r.state: r.jobs for r in by_state}
         expected = self.plan.expected()
         wrong = {s: (counts.get(s, 0), n) for s, n in expected.items() if counts.get(s, 0) != n}
         if wrong:
-            detail = ", ".join(f"{s} {got} (expected {want})" for s, (got, want) in wrong.items())
-            self.out.write(f"not as planned: {detail}\n")
+            detail = ", ".join(_("demo.expected_got", state=s, got=got, want=want)
+                               for s, (got, want) in wrong.items())
+            self.out.write(_("demo.not_as_planned", detail=detail) + "\n")
             return 1
-        self.out.write(f"as expected: done {expected['done']}, dead {expected['dead']}, "
-                       f"canceled {expected['canceled']}\n")
+        self.out.write(_("demo.as_expected", done=expected["done"], dead=expected["dead"],
+                         canceled=expected["canceled"]) + "\n")
         return 0
 
     def plan_ids(self, label: str) -> list[int]:
@@ -440,14 +436,12 @@ class Busy:
 
 
 def _describe_kind(label: str) -> str:
-    return {
-        "long": "long job, canceled while it runs",
-        "email": "succeed at once",
-        "flaky": "fail once or twice, then succeed",
-        "doomed": "fail every attempt: dead after 3",
-        "delayed": f"delayed {DELAY.total_seconds():g}s",
-        "vip": "enqueued last, claimed first",
-    }.get(label, "jobs")
+    if label == "delayed":
+        return _("demo.kind.delayed", seconds=DELAY.total_seconds())
+    kinds = {"long": _("demo.kind.long"), "email": _("demo.kind.email"),
+             "flaky": _("demo.kind.flaky"), "doomed": _("demo.kind.doomed"),
+             "vip": _("demo.kind.vip")}
+    return kinds.get(label) or _("demo.kind.jobs")
 
 
 def _cut(text: str | None, width: int = 60) -> str:
@@ -461,7 +455,7 @@ def _safe_dsn(dsn: str) -> str:
     try:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
-        return "(the DSN given)"
+        return _("demo.the_dsn_given")
     if "password" in params:
         params["password"] = "***"
     return psycopg.conninfo.make_conninfo(**params)  # type: ignore[arg-type]
@@ -472,13 +466,12 @@ def prepare(dsn: str, out: TextIO) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         deployed = conn.cursor(row_factory=scalar_row).execute(queries.DEMO_HAS_SCHEMA).fetchone()
     if deployed:
-        out.write("* schema brooq is already deployed in this database: using it\n")
+        out.write(_("demo.schema_present") + "\n")
         return
     done = deploy(dsn)
     changes = sum(1 for line in done.output.splitlines() if line.lstrip().startswith("+ "))
-    how = (f"sqitch deploy --verify ({changes} changes)" if done.method == "sqitch"
-           else "psql -f sql/install.sql")
-    out.write(f"* deployed the schema with {how}\n")
+    out.write((_("demo.deployed_sqitch", count=changes) if done.method == "sqitch"
+               else _("demo.deployed_psql")) + "\n")
 
 
 class Cluster(Protocol):
@@ -502,8 +495,7 @@ def throwaway_cluster() -> Cluster:
     root = schema_root()
     path = None if root is None else root / "tests" / "pgcluster.py"
     if path is None or not path.is_file():
-        raise RuntimeError("without --dsn the demo starts a throwaway PostgreSQL with the checkout's "
-                           "tests/pgcluster.py, which is not here: pass --dsn or set BROOQ_ROOT")
+        raise RuntimeError(_("demo.no_pgcluster"))
     spec = importlib.util.spec_from_file_location("brooq_pgcluster", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -517,34 +509,35 @@ def run_demo(dsn: str | None, *, jobs: int = 5000, timeout: float = 90.0,
     """The demo; returns the exit status (0: every job ended as planned)."""
     out = out or sys.stdout
     plan = Plan.for_total(jobs)
-    out.write("brooq demo: a job queue that lives in PostgreSQL\n")
+    out.write(_("demo.title") + "\n")
     cluster: Cluster | None = None
     try:
         if dsn is None:
             cluster = throwaway_cluster()
-            out.write(f"* starting a throwaway PostgreSQL on 127.0.0.1:{cluster.port} in "
-                      f"{cluster.root} (stopped and removed at the end)\n")
+            out.write(_("demo.starting_cluster", port=cluster.port, root=cluster.root) + "\n")
             out.flush()
             cluster.start()
             dsn = cluster.dsn
         else:
-            out.write(f"* using {_safe_dsn(dsn)}: topics demo.*, jobs are left in place\n")
+            out.write(_("demo.using", dsn=_safe_dsn(dsn)) + "\n")
         prepare(dsn, out)
         demo = Demo(dsn, plan, out, timeout=timeout, progress=progress)
         return demo.run()
     except (DeployError, RuntimeError) as exc:
-        sys.stderr.write(f"brooq demo: error: {exc}\n")
+        sys.stderr.write(_("demo.error", reason=exc) + "\n")
         return 1
     except subprocess.CalledProcessError as exc:
         detail = " ".join(str(exc.stderr or exc.stdout or "").split())
-        sys.stderr.write(f"brooq demo: error: {' '.join(map(str, exc.cmd))} failed: {detail}\n")
+        command = " ".join(map(str, exc.cmd))
+        sys.stderr.write(_("demo.error", reason=_("demo.command_failed", command=command,
+                                                  detail=detail)) + "\n")
         return 1
     except (psycopg.Error, brooq.BrooqError) as exc:
-        sys.stderr.write(f"brooq demo: error: {describe(exc)}\n")
+        sys.stderr.write(_("demo.error", reason=describe(exc)) + "\n")
         return 1
     finally:
         if cluster is not None:
             cluster.stop()
-            out.write("* stopped and removed the throwaway PostgreSQL\n")
+            out.write(_("demo.cluster_removed") + "\n")
         out.flush()
 

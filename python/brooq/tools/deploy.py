@@ -23,6 +23,7 @@ from psycopg.rows import class_row
 
 from brooq import queries
 from brooq.compat import schema_version
+from brooq.messages import _
 from brooq.redact import one_line
 
 # libpq connection parameters and the environment variables that carry them, so
@@ -66,7 +67,7 @@ def libpq_env(dsn: str) -> dict[str, str]:
     try:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
-        raise DeployError(f"invalid DSN: {one_line(exc)}") from exc
+        raise DeployError(_("deploy.invalid_dsn", reason=one_line(exc))) from exc
     env = dict(os.environ)
     for key, value in params.items():
         if key in _PG_ENV and value is not None:
@@ -82,9 +83,8 @@ def deploy(dsn: str, *, root: Path | None = None, method: str = "auto") -> Deplo
     """
     root = root or schema_root()
     if root is None:
-        raise DeployError(
-            "cannot find the brooq schema files (sqitch.plan, sql/install.sql) in the package "
-            f"({Path(__file__).resolve().parent / 'schema'}); reinstall brooq or set BROOQ_ROOT")
+        raise DeployError(_("deploy.no_schema_files",
+                            path=Path(__file__).resolve().parent / "schema"))
     has_sqitch = shutil.which("sqitch") is not None and (root / "sqitch.plan").is_file()
     has_psql = shutil.which("psql") is not None and (root / "sql" / "install.sql").is_file()
     if method == "auto":
@@ -101,15 +101,13 @@ def deploy(dsn: str, *, root: Path | None = None, method: str = "auto") -> Deplo
             return _already_installed(found, root)
         cmd = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(root / "sql" / "install.sql")]
     else:
-        raise DeployError(
-            f"cannot deploy: need the sqitch command and {root / 'sqitch.plan'}, or the psql command "
-            f"and {root / 'sql' / 'install.sql'} ({_missing(root)}); on Debian: "
-            "apt-get install sqitch postgresql-client")
+        raise DeployError(_("deploy.cannot", plan=root / "sqitch.plan",
+                            install=root / "sql" / "install.sql", missing=_missing(root)))
     done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
-        raise DeployError(f"{method} failed (exit {done.returncode}): {_last_lines(output)}"
-                          f"{missing_rights(dsn, method)}")
+        raise DeployError(_("deploy.failed", method=method, code=done.returncode,
+                            output=_last_lines(output), rights=missing_rights(dsn, method)))
     return Deployed(method, output, adopted)
 
 
@@ -139,19 +137,16 @@ def missing_rights(dsn: str, method: str) -> str:
         return ""
     needs = []
     if not r.can_create:
-        needs.append(f"CREATE on the database (grant create on database {r.database} to {r.role})")
+        needs.append(_("deploy.need_create", database=r.database, role=r.role))
     if not r.can_grant_roles:
-        needs.append(f"CREATEROLE (alter role {r.role} createrole): a deploy creates the roles "
-                     "brooq_producer, brooq_worker and brooq_admin when missing and grants the "
-                     "first two to brooq_admin (or: admin option on brooq_producer and brooq_worker)")
+        needs.append(_("deploy.need_createrole", role=r.role))
     if not r.owns_brooq:
-        needs.append("ownership of the schema brooq (deploy as its owner)")
+        needs.append(_("deploy.need_owner"))
     if method == "sqitch" and not r.owns_sqitch:
-        needs.append("ownership of sqitch's registry, the schema sqitch (deploy as its owner)")
+        needs.append(_("deploy.need_sqitch_owner"))
     if not needs:
         return ""
-    return (f"; deploying as {r.role}, not a superuser, needs: {'; '.join(needs)} "
-            "(docs/security.md, Deploying with a non-superuser owner)")
+    return _("deploy.needs", role=r.role, needs="; ".join(needs))
 
 
 def installed_version(dsn: str) -> str | None:
@@ -162,10 +157,10 @@ def installed_version(dsn: str) -> str | None:
             if not schema:
                 return None
             if not versioned:
-                return "older than 0.1.0"
+                return _("deploy.older")
             return schema_version(conn)
     except psycopg.Error as exc:
-        raise DeployError(f"cannot read the database's brooq schema: {one_line(exc, 300)}") from exc
+        raise DeployError(_("deploy.cannot_read", reason=one_line(exc, 300))) from exc
 
 
 def _sqitch_registered(dsn: str) -> bool:
@@ -185,15 +180,12 @@ def _adopt(found: str, root: Path, env: dict[str, str]) -> str:
     """
     tag = f"@v{found}"
     if not any(line.startswith(tag + " ") for line in (root / "sqitch.plan").read_text().splitlines()):
-        raise DeployError(
-            f"this database holds brooq schema {found}, installed without sqitch, and {found} is "
-            "not a release of the plan, so sqitch cannot tell what it contains; "
-            "install a release's sql/install.sql, or deploy with sqitch from the start")
+        raise DeployError(_("deploy.not_a_release", version=found))
     cmd = ["sqitch", "deploy", "--log-only", "--to", tag, "db:pg:"]
     done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise DeployError(f"sqitch deploy --log-only --to {tag} failed (exit {done.returncode}): "
-                          f"{_last_lines(done.stdout + done.stderr)}")
+        raise DeployError(_("deploy.adopt_failed", tag=tag, code=done.returncode,
+                            output=_last_lines(done.stdout + done.stderr)))
     return found
 
 
@@ -201,12 +193,8 @@ def _already_installed(found: str, root: Path) -> Deployed:
     """psql installs, it cannot upgrade: nothing to do at this version, else refuse."""
     shipped = _shipped_version(root)
     if found == shipped:
-        return Deployed("psql", f"brooq schema {found} is already installed: nothing to do",
-                        current=True)
-    raise DeployError(
-        f"this database holds brooq schema {found}; sql/install.sql ({shipped}) installs only "
-        "into a database without a brooq schema, and upgrading needs sqitch: "
-        "apt-get install sqitch, then brooq deploy again (docs/operations.md, Upgrading)")
+        return Deployed("psql", _("deploy.current", version=found), current=True)
+    raise DeployError(_("deploy.cannot_upgrade", version=found, shipped=shipped))
 
 
 def _shipped_version(root: Path) -> str:
@@ -222,9 +210,9 @@ def _missing(root: Path) -> str:
         (str(root / "sqitch.plan"), (root / "sqitch.plan").is_file()),
         ("psql", shutil.which("psql") is not None),
         (str(root / "sql" / "install.sql"), (root / "sql" / "install.sql").is_file())) if not ok]
-    return "missing: " + ", ".join(missing)
+    return _("deploy.missing", names=", ".join(missing))
 
 
 def _last_lines(text: str, n: int = 6) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
-    return " | ".join(lines[-n:]) if lines else "(no output)"
+    return " | ".join(lines[-n:]) if lines else _("deploy.no_output")

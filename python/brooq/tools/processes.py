@@ -41,6 +41,8 @@ import time
 from collections.abc import Callable, Sequence
 from types import FrameType
 
+from brooq.messages import _
+
 log = logging.getLogger("brooq.processes")
 
 PIPE_VARIABLE = "BROOQ_PARENT_PIPE"  # set in a child's environment: stop when stdin closes
@@ -96,7 +98,7 @@ class Child:
             start_new_session=True)  # a group of its own: a terminal's Ctrl-C reaches it once, from us
         self.started_at = time.monotonic()
         self.restart_at = None
-        log.info("worker process %d started (pid %d)", self.index, self.proc.pid)
+        log.info(_("processes.started", index=self.index, pid=self.proc.pid))
 
     def signal(self, signum: int) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -109,10 +111,10 @@ class Child:
 def describe_status(code: int) -> str:
     if code < 0:
         try:
-            return f"killed by {signal.Signals(-code).name}"
+            return _("processes.killed_by", signal=signal.Signals(-code).name)
         except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit status {code}"
+            return _("processes.killed_by_number", number=-code)
+    return _("processes.exit_status", code=code)
 
 
 class Supervisor:
@@ -133,8 +135,7 @@ class Supervisor:
         try:
             for child in self.children:
                 child.start()
-            log.info("%d worker processes running; SIGTERM or Ctrl-C stops them all",
-                     len(self.children))
+            log.info(_("processes.running", count=len(self.children)))
             while self._turn(time.monotonic()):
                 time.sleep(POLL)
         finally:
@@ -148,7 +149,7 @@ class Supervisor:
 
     def stop(self, why: str) -> None:
         if not self.stopping:
-            log.info("stopping %d worker processes (%s)", self.alive(), why)
+            log.info(_("processes.stopping", count=self.alive(), why=why))
         self.stopping = True
 
     def alive(self) -> int:
@@ -157,8 +158,8 @@ class Supervisor:
     def _turn(self, now: float) -> bool:
         """One look at signals and children; False when every child is gone for good."""
         if self.signals > self.passed_on:
-            self.stop("signal")
-            for _ in range(self.signals - self.passed_on):
+            self.stop(_("processes.why_signal"))
+            for _signal in range(self.signals - self.passed_on):
                 for child in self.children:
                     child.signal(signal.SIGTERM)  # the second one makes a worker stop at once
             self.passed_on = self.signals
@@ -190,30 +191,29 @@ class Supervisor:
             # -SIGTERM: our signal reached it before its handler was installed (still
             # starting, so it held no job): a clean stop too
             if code not in (0, -signal.SIGTERM):
-                log.warning("worker process %d (pid %d) stopped: %s", child.index, pid,
-                            describe_status(code))
+                log.warning(_("processes.stopped", index=child.index, pid=pid,
+                              status=describe_status(code)))
                 self.status = self.status or (code if code > 0 else 1)
             child.proc = None
             return
         if code in (1, 2):
-            log.error("worker process %d (pid %d) failed with %s: not restarted; stopping the "
-                      "others", child.index, pid, describe_status(code))
+            log.error(_("processes.failed", index=child.index, pid=pid,
+                        status=describe_status(code)))
             self.status = code
             child.proc = None
-            self.stop("a worker process failed")
+            self.stop(_("processes.why_failed"))
             for other in self.children:
                 other.signal(signal.SIGTERM)
             return
         if code == 0:
-            log.warning("worker process %d (pid %d) stopped by itself: not restarted",
-                        child.index, pid)
+            log.warning(_("processes.stopped_by_itself", index=child.index, pid=pid))
             child.proc = None
             return
         child.failures = 1 if now - child.started_at >= STABLE_AFTER else child.failures + 1
         delay = min(RESTART_MAX, RESTART_MIN * 2 ** (child.failures - 1))
         child.restart_at = now + delay
-        log.error("worker process %d (pid %d) died (%s); restarting it in %.0fs", child.index, pid,
-                  describe_status(code), delay)
+        log.error(_("processes.died", index=child.index, pid=pid, status=describe_status(code),
+                    delay=delay))
 
 
 def run_processes(argv: Sequence[str], processes: int) -> int:
@@ -233,7 +233,7 @@ def watch_parent(stop: Callable[[], None]) -> None:
                 pass
         except OSError:
             pass
-        log.warning("the parent process is gone: stopping")
+        log.warning(_("processes.parent_gone"))
         stop()
 
     threading.Thread(target=watch, name="brooq-parent-pipe", daemon=True).start()

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, Self, TextIO
 
+from brooq.messages import _
+
 
 class Counters(Protocol):
     """What progress reads of a worker snapshot (brooq.WorkerSnapshot has all of it)."""
@@ -66,18 +68,18 @@ class Reading:
 def format_line(r: Reading) -> str:
     """The progress line: `1234 jobs/s | done 900 | failed 12 | dead 3 | ...`."""
     c = r.counters
-    line = (f"{r.rate:6.0f} jobs/s | done {c.done} | failed/retrying {c.failed + c.retried}"
-            f" | dead {c.dead} | canceled {c.canceled}")
+    line = _("progress.line", rate=r.rate, done=c.done, failed=c.failed + c.retried,
+               dead=c.dead, canceled=c.canceled)
     if c.lease_lost:
-        line += f" | lease lost {c.lease_lost}"
-    line += f" | in flight {c.in_flight}"
+        line += _("progress.lease_lost", count=c.lease_lost)
+    line += _("progress.in_flight", count=c.in_flight)
     if c.prefetched:
-        line += f" (+{c.prefetched} prefetched)"
+        line += _("progress.prefetched", count=c.prefetched)
     line += f" | {format_elapsed(r.elapsed)}"
     if c.stopping:
-        line += " | stopping"
+        line += _("progress.stopping")
     elif not c.connected:
-        line += " | (re)connecting"
+        line += _("progress.connecting")
     return line
 
 

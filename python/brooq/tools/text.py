@@ -12,6 +12,7 @@ import psycopg
 import psycopg.errors
 
 from brooq.errors import BrooqError
+from brooq.messages import _
 from brooq.redact import one_line
 
 
@@ -88,7 +89,7 @@ def describe(exc: BaseException) -> str:
         sqlstate, hint = getattr(exc, "sqlstate", None), None
     text = one_line(message)
     if sqlstate in ("3F000", "42P01", "42883") and "brooq" in text and not hint:
-        hint = "is brooq deployed in this database? brooq deploy applies the schema"
+        hint = _("text.not_deployed_hint")
     if sqlstate:
         text += f" [{sqlstate} {condition_name(sqlstate)}]"
     if hint:
