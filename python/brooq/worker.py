@@ -557,7 +557,7 @@ class Worker:
         one costs (a round trip)."""
         if self._stopping:
             return None
-        free = self._capacity - len(self._running)
+        free = self._free()
         if free <= 0:
             return None
         at = self._next_poll
@@ -698,8 +698,16 @@ class Worker:
 
     # --- claim and dispatch -------------------------------------------------------
 
+    def _free(self) -> int:
+        """Slots to claim for: the capacity less the jobs held, and less the outcomes not
+        yet written beyond one capacity's worth (the settling thread's backlog holds
+        claims back, so a database slow to settle slows claiming instead of piling up
+        outcomes)."""
+        unsettled = len(self._settler) + self._settling.in_flight
+        return self._capacity - len(self._running) - max(0, unsettled - self._capacity)
+
     def _claim_args(self) -> list[Any]:
-        free = self._capacity - len(self._running)
+        free = self._free()
         return [self.name, list(self._handlers), free, self.config.lease]
 
     def _claim(self, conn: psycopg.Connection[Any], now: float, notified: bool | None = None) -> None:
