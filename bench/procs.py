@@ -38,7 +38,10 @@ class Workers:
     def __init__(self, cmd: list[str], procs: int, cwd: Path = ROOT) -> None:
         self.starts: dict[int, int] = {}  # seq -> handler start (monotonic ns)
         self._lock = threading.Lock()
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        # this checkout's package first: the bench measures the tree it runs in, whatever
+        # bench/.venv's editable install points at
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "python"), str(ROOT)]),
+                   PYTHONUNBUFFERED="1")
         self.workers: list[WorkerState] = []
         for _ in range(procs):
             p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,

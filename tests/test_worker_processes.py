@@ -6,15 +6,17 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import brooq
 import psycopg
 import pytest
-from worker_app import fate, wait_for
+from worker_app import fate, running, wait_for
 
 APP = Path(__file__).with_name("worker_app.py")
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -274,3 +276,60 @@ def test_children_run_the_same_command_without_processes() -> None:
         "worker", "app:w", "--concurrency", "8", "--progress=log"]
     assert child_argv(["worker", "--processes=2", "app:w", "--name", "box", "--progress", "off"], 1) == [
         "worker", "app:w", "--name", "box", "--progress", "off", "--name=box-1"]
+
+
+@pytest.mark.skipif(bool(os.environ.get("BROOQ_TEST_DSN")), reason="crashes a cluster of its own")
+def test_a_postgresql_crash_loses_claims_never_outcomes() -> None:
+    """The claim commits without waiting for its WAL flush (queries.CLAIM); settles wait.
+    On a durable cluster whose WAL writer sleeps 10 s, 16 jobs are claimed and held by
+    their handlers; PostgreSQL crashes (immediate shutdown: WAL not yet written is gone).
+    The claims are lost: the jobs are pending again, attempts not charged. Released,
+    the handlers' settles are fenced off by the lost leases and write nothing; the jobs
+    run again and end done, once, in their rows. Jobs settled before the crash (a settle
+    waits for its flush) stay done."""
+    from conftest import ROOT, psql_file
+    from pgcluster import Cluster
+
+    runs: dict[int, int] = {}
+    lock = threading.Lock()
+    release = threading.Event()
+    with Cluster(durable=True, settings={"wal_writer_delay": "10s"}) as cluster:
+        psql_file(cluster.dsn, ROOT / "sql" / "install.sql")
+        with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+            brooq.declare_topic(conn, "crash.held", max_attempts=10)
+            settled = [j.id for j in brooq.enqueue_many(conn, "crash.held", [{"hold": False}] * 20)]
+        worker = brooq.Worker(cluster.dsn, name="crash", concurrency=16, lease=timedelta(seconds=60),
+                              poll_interval=timedelta(milliseconds=100))
+
+        @worker.handler("crash.held", max_attempts=10, timeout=None)
+        def handle(job: brooq.Job) -> None:
+            with lock:
+                runs[job.id] = runs.get(job.id, 0) + 1
+                first = runs[job.id] == 1
+            if job.payload["hold"] and first:
+                release.wait(60)
+
+        def states(ids: list[int]) -> dict[str, int]:
+            with psycopg.connect(cluster.dsn, autocommit=True) as c:
+                return dict(c.execute("select state, count(*) from brooq.job where id = any(%s)"
+                                      " group by state", [ids]).fetchall())
+
+        with running(worker):
+            wait_for(lambda: states(settled) == {"done": 20}, what="the first jobs settled")
+            with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+                held = [j.id for j in brooq.enqueue_many(conn, "crash.held", [{"hold": True}] * 16)]
+            wait_for(lambda: states(held) == {"processing": 16}, what="16 jobs claimed and held")
+            cluster.restart("immediate")
+            after = states(held)
+            release.set()
+            wait_for(lambda: states(held) == {"done": 16}, timeout=60, what="the held jobs done after the crash")
+            snapshot = worker.snapshot()
+        assert states(settled) == {"done": 20}  # settled before the crash: flushed, kept
+        with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+            attempts = [r[0] for r in conn.execute("select attempts from brooq.job where id = any(%s)",
+                                                   [held])]
+    print(f"\ncrash: held jobs after the restart {after}, handler runs {sorted(runs[i] for i in held)}, "
+          f"lease lost {snapshot.lease_lost}, attempts {sorted(attempts)}")
+    assert after == {"pending": 16}, after  # the claims did not survive: nothing charged, no lease
+    assert all(runs[i] == 2 for i in held) and attempts == [1] * 16  # ran again, one attempt charged
+    assert snapshot.lease_lost >= 16  # the first runs' settles were fenced off

@@ -53,7 +53,7 @@ def test_a_worker_runs_again_after_a_graceful_stop(db: str, conn: Conn) -> None:
         assert url is not None
         with urllib.request.urlopen(f"{url}/healthz", timeout=5) as response:
             assert response.status == 200
-        assert connections(conn, worker) == 2  # the loop's and the listener's
+        assert connections(conn, worker) == 3  # the loop's, the settling thread's, the listener's
         with pytest.raises(RuntimeError, match="running already"):
             worker.run()  # one run at a time
         worker.stop()

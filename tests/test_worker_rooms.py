@@ -4,6 +4,7 @@ leases (heartbeat, losing a lease) and the listener (NOTIFY wake-ups)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from datetime import timedelta
@@ -116,17 +117,56 @@ def test_chained_jobs_are_enqueued_with_done_and_never_without_it(conn: Conn) ->
     assert payloads == [{"from": parent.job.id}]  # the lost one's chain was rolled back
 
 
-def test_settle_and_claim_share_one_pipeline(conn: Conn) -> None:
-    (first,) = claim(conn, "t.pipe", 1)
-    brooq.enqueue_many(conn, "t.pipe", [{"n": 1}, {"n": 2}])
-    settler = Settler(WORKER, _counters("t.pipe"), release=Released())
-    settler.add(first, Outcome("done"))
+def test_a_claim_commits_without_waiting_for_its_wal_flush_and_a_settle_waits(conn: Conn) -> None:
+    """The claim's transaction alone runs with synchronous_commit off (queries.CLAIM);
+    a settle's, in a transaction of its own, keeps the session's setting."""
+    conn.execute("set synchronous_commit = on")  # the test cluster runs with it off
+    with conn.transaction():
+        (att,) = claim(conn, "t.durable", 1)
+        assert conn.execute("show synchronous_commit").fetchone() == ("off",)
+    assert conn.execute("show synchronous_commit").fetchone() == ("on",)  # is_local: gone at commit
+    settler = Settler(WORKER, _counters("t.durable"), release=Released())
+    settler.add(att, Outcome("done"))
+    with conn.transaction():
+        settler.settle(conn)
+        assert conn.execute("show synchronous_commit").fetchone() == ("on",)
+    assert fate(conn, att.job.id).state == "done"
 
-    jobs = settler.settle_and_claim(conn, [WORKER, ["t.pipe"], 10, timedelta(seconds=30)])
 
-    assert jobs is not None and sorted(j.payload["n"] for j in jobs) == [1, 2]
-    assert fate(conn, first.job.id).state == "done"
-    assert settler.settle_and_claim(conn, [WORKER, ["t.pipe"], 10, timedelta(seconds=30)]) is None
+def test_the_settle_thread_writes_on_its_own_connection_and_the_loop_counts(db: str, conn: Conn) -> None:
+    from brooq.settler import SettleThread
+
+    attempts = claim(conn, "t.thread", 3)
+    counters = _counters("t.thread")
+    released = Released()
+    settler = Settler(WORKER, counters, release=released)
+    woken: list[int] = []
+    pids: list[int] = []
+
+    def connect() -> Conn:
+        c = psycopg.connect(db, autocommit=True)
+        pids.append(c.info.backend_pid)
+        return c
+
+    thread = SettleThread(settler, connect, lambda: woken.append(1), lambda c: contextlib.nullcontext())
+    thread.start("rooms")
+    try:
+        for att in attempts[:2]:
+            settler.add(att, Outcome("done"))
+        thread.hand(settler.take())
+        assert thread.in_flight == 2 and all(a.settling for a in attempts[:2])
+        thread.wait(10.0)
+        assert thread.in_flight == 0 and woken
+        assert counters.topics["t.thread"].settled["done"] == 2 and released == attempts[:2]
+        # the connection is lost between two batches: the next batch reconnects
+        conn.execute("select pg_terminate_backend(%s)", [pids[-1]])
+        settler.add(attempts[2], Outcome("failed", "ValueError: no"))
+        thread.hand(settler.take())
+        thread.wait(10.0)
+        assert thread.in_flight == 0 and len(pids) == 2 and conn.info.backend_pid not in pids
+    finally:
+        thread.stop()
+    assert [fate(conn, a.job.id).state for a in attempts] == ["done", "done", "failed"]
 
 
 def test_a_dropped_outcome_is_never_written(conn: Conn) -> None:
@@ -230,24 +270,6 @@ def test_the_listener_reconnects_with_a_bounded_backoff(failures: int, seconds: 
     from brooq.listener import backoff
 
     assert backoff(failures) == pytest.approx(seconds)
-
-
-def test_a_lost_connection_in_settle_and_claim_raises_once_without_psycopg_noise(
-        db: str, conn: Conn, caplog: pytest.LogCaptureFixture) -> None:
-    attempt, = claim(conn, "t.lost", 1)
-    counters = Counters()
-    counters.add_topic("t.lost")
-    settler = Settler(WORKER, counters, release=Released())
-    settler.add(attempt, Outcome("done"))
-    with psycopg.connect(db, autocommit=True) as lost:
-        pid = lost.info.backend_pid
-        conn.execute("select pg_terminate_backend(%s)", [pid])
-        time.sleep(0.3)  # the server's goodbye is in the socket before the pipeline starts
-        with caplog.at_level(logging.DEBUG, logger="psycopg"), pytest.raises(psycopg.OperationalError):
-            settler.settle_and_claim(lost, [WORKER, ["t.lost"], 1, timedelta(seconds=30)])
-    noise = [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")]
-    assert noise == []  # was: "error ignored terminating <psycopg.Pipeline [BAD]>: ..."
-    assert len(settler) == 1  # nothing settled: the outcome waits for the next connection
 
 
 @pytest.mark.parametrize("value", [

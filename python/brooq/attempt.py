@@ -61,6 +61,7 @@ class Attempt:
         "hung_reported",
         "job",
         "phase",
+        "settling",
         "started",
         "task",
     )
@@ -72,6 +73,7 @@ class Attempt:
         self.started = 0.0
         self.deadline: float | None = None
         self.closed = False  # an outcome is queued or the lease is lost: the handler's answer is ignored
+        self.settling = False  # its outcome is being written: the settle's answer decides its fate
         self.canceled_at: float | None = None
         self.hung_reported = False
         self.elapsed = 0.0

@@ -12,7 +12,9 @@ that kept it) and a conservative local deadline: the loop uses them to start no
 prefetched job on a lease it has not confirmed lately (see Worker._run_sync).
 
 Runs on the loop's thread and connection and starts no thread: a test drives it
-with a connection and attempts.
+with a connection and attempts. An attempt whose outcome is being written (``settling``)
+is renewed like the others, but never lost by a heartbeat: its settle may have committed
+a moment before, and the settle's own answer (a state, or NULL for a lost lease) counts it.
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ class Leases:
             self.next_heartbeat = now + self.every
         job_id = attempt.job.id
         old = self._held.get(job_id)
-        if old is not None:  # reaped and claimed again by us before a heartbeat noticed
-            self.lose(old, now)
+        if old is not None and not old.settling:  # reaped and claimed again by us before a
+            self.lose(old, now)                    # heartbeat noticed (a settling one: its settle answers)
         self._held[job_id] = attempt
         self._confirm(attempt, now)
 
@@ -113,5 +115,5 @@ class Leases:
                 continue
             if job_id in kept:
                 self._confirm(attempt, now)
-            else:
+            elif not attempt.settling:  # a settling one may be settled already: its settle answers
                 self.lose(attempt, now)

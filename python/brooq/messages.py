@@ -51,6 +51,8 @@ ENGLISH: dict[str, str] = {
                                     "running; their leases will expire and the jobs return to "
                                     "the queue",
     "worker.settle_many_failed": "worker {worker}: settle_many failed ({error}); settling one by one",
+    "worker.settle_connection_lost": "worker {worker}: settling connection lost ({error}); "
+                                     "reconnecting (try {failures})",
     "worker.listener_lost": "worker {worker}: listener connection lost ({error}); retrying in "
                             "{delay:.1f}s",
     "worker.watchdog_cut": "worker {worker}: no answer from the database for {seconds:.1f}s; "

@@ -137,10 +137,17 @@ PAUSE_TOPIC: LiteralString = "select brooq.pause_topic(%s::text)"
 
 RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 
+# The claim's transaction commits without waiting for its WAL flush (set_config's
+# is_local: this transaction only; the setting is read at commit, so its place in the
+# statement does not matter). A claim lost in a PostgreSQL crash only runs its jobs
+# again, which at-least-once allows: the worker's settle of such an attempt is fenced
+# by the lost lease token and writes nothing, and a settle that commits flushes the WAL
+# before it, claim included. Settles stay durable: their own transactions.
 CLAIM: LiteralString = """
 select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at,
        execution_deadline, execution_left, trace_context
-  from brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
+  from pg_catalog.set_config('synchronous_commit', 'off', true),
+       brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
                    lease => %s::interval)
 """
 

@@ -1,20 +1,26 @@
 """The settler: owns finished attempts until the database has their outcome.
 
-Handlers' outcomes wait in the outbox; the loop decides when to write them, and the
-settler writes them: the plain ones in one brooq.settle_many (in the same pipeline
-as the next claim when one is due: one round trip, one commit), an attempt with
-chained jobs in a transaction of its own with those jobs, and, when the database
-refuses a value of the batch, one by one, so one bad result cannot hold back the
-others. It counts what the database answered: a NULL state means the lease was
-lost and nothing was written.
+Handlers' outcomes wait in the outbox; the settler writes them: the plain ones in one
+brooq.settle_many, an attempt with chained jobs in a transaction of its own with those
+jobs, and, when the database refuses a value of the batch, one by one, so one bad
+result cannot hold back the others. It counts what the database answered: a NULL
+state means the lease was lost and nothing was written.
 
-It runs on the loop's thread and connection and never starts a thread: a test
-drives it with a connection and attempts.
+Three steps, so that writing can run elsewhere: ``take`` (the loop's thread) hands the
+outbox over, ``write`` (any thread, a connection) talks to the database and nothing
+else, ``settled`` (the loop's thread) releases the leases and counts. ``settle`` does
+all three on the caller's connection: a test drives it with a connection and attempts.
+The worker writes on a thread and a connection of its own (SettleThread, below), so a
+claim never waits behind a settle's commit, and the database settles one batch while
+the loop claims the next.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -25,7 +31,7 @@ from psycopg.types.json import Jsonb
 from brooq import queries
 from brooq.attempt import Attempt, Pending
 from brooq.counters import Counters
-from brooq.errors import FATAL_SQLSTATES, PRODUCER, refused, translate, who
+from brooq.errors import FATAL_SQLSTATES, PRODUCER, WORKER, refused, translate, who
 from brooq.job import Chained, Job
 from brooq.messages import _
 from brooq.outcome import Outcome, describe
@@ -83,76 +89,48 @@ class Settler:
 
     # --- writing --------------------------------------------------------------------
 
+    def take(self) -> list[Pending]:
+        """Hand the outbox over for writing (its attempts are now ``settling``)."""
+        batch, self._outbox = self._outbox, []
+        for p in batch:
+            p.attempt.settling = True
+        return batch
+
     def settle(self, conn: Conn) -> None:
-        """Settle every outcome in the outbox."""
-        plain = [p for p in self._outbox if not p.chained]
+        """Settle every outcome in the outbox on ``conn``, now."""
+        batch = self.take()
+        states: dict[int, str | None] = {}
+        try:
+            self.write(conn, batch, states)
+        finally:
+            written = [p for p in batch if p.attempt.job.id in states]
+            self._outbox[:0] = [p for p in batch if p.attempt.job.id not in states]
+            for p in self._outbox:
+                p.attempt.settling = False
+            self.settled(written, states)
+
+    def write(self, conn: Conn, batch: list[Pending], states: dict[int, str | None]) -> None:
+        """Write ``batch``'s outcomes; each job's answer goes into ``states`` as soon as it is
+        committed (so after an error, the jobs without an answer are the ones to write
+        again). Talks to the database only: no counting, no leases."""
+        plain = [p for p in batch if not p.chained]
         if plain:
             try:
                 rows = conn.cursor(row_factory=self._settled_rows).execute(
                     queries.SETTLE_MANY, self._settle_many_args(plain)).fetchall()
             except psycopg.Error as exc:  # a value the database refused: settle one by one
-                if not refused(exc):
+                if not refused(exc) or exc.sqlstate in FATAL_SQLSTATES:
                     raise
                 log.warning(_("worker.settle_many_failed", worker=self.worker, error=exc))
-                rows = [Settled(p.attempt.job.id, self._settle_one(conn, p)) for p in plain]
-            self._settled(plain, dict(rows))
-            self._outbox = [p for p in self._outbox if p.chained]
-        self._settle_chained(conn)
-
-    def settle_and_claim(self, conn: Conn, claim_args: list[Any]) -> list[Job] | None:
-        """settle_many and brooq.claim in one pipeline: one round trip, one implicit
-        transaction. Returns the claimed jobs; None when the claim did not run (no plain
-        outcome to settle, or a refused value rolled both back): then everything is
-        settled and the caller claims by itself. Chained outcomes stay in the outbox
-        (settle() writes them) so that the claimed jobs start first."""
-        plain = [p for p in self._outbox if not p.chained]
-        if not plain:
-            self.settle(conn)
-            return None
-        try:
-            settling, claiming = self._pipeline(conn, claim_args, plain)
-            settled = settling.fetchall()
-            claimed = claiming.fetchall()
-        except psycopg.Error as exc:
-            if not refused(exc) or exc.sqlstate in FATAL_SQLSTATES:
-                raise
-            # a value the database refused rolled both back: do them one at a time
-            self.settle(conn)
-            return None
-        self._settled(plain, dict(settled))
-        self._outbox = [p for p in self._outbox if p.chained]
-        return claimed
-
-    def _pipeline(self, conn: Conn, claim_args: list[Any],
-                  plain: list[Pending]) -> tuple[psycopg.Cursor[Settled], psycopg.Cursor[Job]]:
-        """settle_many and claim sent in one pipeline; the first error raised once.
-
-        An error inside the block (a lost connection shows there first) is kept and
-        raised after the block: leaving the block with it would make psycopg log
-        "error ignored terminating <psycopg.Pipeline [BAD]>" when the pipeline's own
-        exit fails on the same dead connection."""
-        failure: psycopg.Error | None = None
-        try:
-            with conn.pipeline():
-                try:
-                    settling = conn.cursor(row_factory=self._settled_rows).execute(
-                        queries.SETTLE_MANY, self._settle_many_args(plain))
-                    claiming = conn.cursor(row_factory=self._job_rows).execute(
-                        queries.CLAIM, claim_args)
-                except psycopg.Error as exc:
-                    failure = exc
-        except psycopg.Error as exc:
-            raise failure or exc from None
-        if failure is not None:
-            raise failure
-        return settling, claiming
-
-    def _settle_chained(self, conn: Conn) -> None:
-        while self._outbox:
-            p = self._outbox[0]
-            state = self._settle_with_chained(conn, p)
-            self._settled([p], {p.attempt.job.id: state})
-            self._outbox.pop(0)
+                for p in plain:
+                    states[p.attempt.job.id] = self._settle_one(conn, p)
+            else:
+                answered = dict(rows)
+                for p in plain:
+                    states[p.attempt.job.id] = answered.get(p.attempt.job.id)
+        for p in batch:
+            if p.chained:
+                states[p.attempt.job.id] = self._settle_with_chained(conn, p)
 
     def _settle_many_args(self, batch: list[Pending]) -> list[Any]:
         # ids, lease tokens (ints) and outcomes (words of OUTCOMES: nothing to quote) go
@@ -217,7 +195,8 @@ class Settler:
 
     # --- counting -------------------------------------------------------------------
 
-    def _settled(self, batch: list[Pending], states: dict[int, str | None]) -> None:
+    def settled(self, batch: list[Pending], states: dict[int, str | None]) -> None:
+        """The database answered for ``batch``: release the leases, count, log the dead."""
         counters = self._counters
         release = self._release
         for p in batch:
@@ -237,3 +216,143 @@ class Settler:
                           extra=log_extra(job, "dead"))
             else:
                 counts.settled[p.outcome.outcome] += 1
+
+
+class SettleThread:
+    """Writes the settler's batches on a thread and a connection of its own.
+
+    The loop ``hand``s over what the settler ``take``s and, at its next turns,
+    ``collect``s the answers (``Settler.settled`` runs on the loop's thread). Outcomes
+    that come while a batch is being written go together in the next one. A lost
+    connection keeps the batch and reconnects with backoff (repeating a settle changes
+    nothing: it is fenced by the lease); a missing right (FATAL_SQLSTATES) stops the
+    thread and is left in ``fatal`` for the loop."""
+
+    def __init__(self, settler: Settler, connect: Callable[[], Conn], wake: Callable[[], None],
+                 guard: Callable[[Conn], Any]) -> None:
+        self._settler = settler
+        self._connect = connect
+        self._wake = wake
+        self._guard = guard  # the watchdog's guard of one write (cuts a silent connection)
+        self._lock = threading.Lock()
+        self._todo: list[Pending] = []
+        self._answers: list[tuple[list[Pending], dict[int, str | None]]] = []
+        self._event = threading.Event()
+        self._closing = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._renew = False  # open a new connection before the next write
+        self.in_flight = 0  # handed and not yet collected (loop thread only)
+        self.fatal: BaseException | None = None  # a missing right, as the worker reports it
+
+    def start(self, name: str) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"brooq-settle-{name}", daemon=True)
+        self._thread.start()
+
+    def hand(self, batch: list[Pending]) -> None:
+        self.in_flight += len(batch)
+        with self._lock:
+            self._todo.extend(batch)
+        self._event.set()
+
+    def renew(self) -> None:
+        """The loop lost its connection: write the next batch on a new one as well. Both go
+        the same way to the server; a path that went silent for one (which only the
+        watchdog notices, after a statement's time) is not waited out twice."""
+        self._renew = True
+
+    def collect(self) -> None:
+        """Count what the database answered since the last call (loop thread)."""
+        if not self._answers:
+            return
+        with self._lock:
+            answers, self._answers = self._answers, []
+        for batch, states in answers:
+            self.in_flight -= len(batch)
+            self._settler.settled(batch, states)
+
+    def wait(self, timeout: float) -> None:
+        """Until everything handed over is answered, or ``timeout`` seconds (loop thread)."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight and self.fatal is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+            self.collect()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Write what is handed over (one try), then end the thread."""
+        self._closing.set()
+        self._event.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.collect()
+
+    @staticmethod
+    def _one_per_job(todo: list[Pending]) -> tuple[list[Pending], list[Pending]]:
+        """The batch to write now, and what waits: a job reaped and claimed again by this
+        worker can have two outcomes in hand (the old attempt's is fenced off by its
+        lease token); they go in two writes, the older first."""
+        ids = {p.attempt.job.id for p in todo}
+        if len(ids) == len(todo):
+            return todo, []
+        now: list[Pending] = []
+        later: list[Pending] = []
+        seen: set[int] = set()
+        for p in todo:
+            job_id = p.attempt.job.id
+            (later if job_id in seen else now).append(p)
+            seen.add(job_id)
+        return now, later
+
+    def _run(self) -> None:
+        conn: Conn | None = None
+        failures = 0
+        batch: list[Pending] = []
+        try:
+            while True:
+                if not batch:
+                    self._event.wait(1.0)
+                    self._event.clear()
+                with self._lock:
+                    batch, self._todo = self._one_per_job(batch + self._todo)
+                if not batch:
+                    if self._closing.is_set():
+                        return
+                    continue
+                states: dict[int, str | None] = {}
+                try:
+                    if self._renew and conn is not None:
+                        self._renew = False
+                        with contextlib.suppress(Exception):
+                            conn.close()
+                        conn = None
+                    if conn is None:
+                        conn = self._connect()
+                    with self._guard(conn):
+                        self._settler.write(conn, batch, states)
+                    failures = 0
+                except Exception as exc:
+                    if isinstance(exc, psycopg.Error) and exc.sqlstate in FATAL_SQLSTATES:
+                        self.fatal = translate(exc, WORKER, who(conn) if conn else "") or exc
+                        return
+                    if not isinstance(exc, psycopg.Error):
+                        log.exception(_("worker.loop_error", worker=self._settler.worker))
+                    if conn is not None:
+                        with contextlib.suppress(Exception):  # closing a broken connection may fail too
+                            conn.close()
+                        conn = None
+                    if self._closing.is_set():
+                        return  # stopping: what is not written is left to its lease
+                    failures += 1
+                    log.debug(_("worker.settle_connection_lost", worker=self._settler.worker,
+                                error=exc, failures=failures))
+                    self._closing.wait(min(5.0, 0.05 * 2 ** min(failures, 7)))
+                finally:
+                    written = [p for p in batch if p.attempt.job.id in states]
+                    batch = [p for p in batch if p.attempt.job.id not in states]
+                    if written:
+                        with self._lock:
+                            self._answers.append((written, states))
+                        self._wake()
+        finally:
+            if conn is not None:
+                conn.close()
+            self._wake()

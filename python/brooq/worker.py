@@ -70,7 +70,7 @@ from brooq.payload import register_loaders
 from brooq.producer import declare_topic
 from brooq.redact import one_line
 from brooq.rows import fields_row
-from brooq.settler import Settler, log_extra
+from brooq.settler import Settler, SettleThread, log_extra
 from brooq.signals import find_signal
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 from brooq.typed import with_payload
@@ -187,10 +187,10 @@ class Worker:
         self._capacity = c.concurrency + self._prefetch  # jobs held: running plus prefetched
         self._claim_half = max(1, self._capacity // 2)
         self._queued = 0  # prefetched jobs no thread has started yet (under _lock)
-        self._pipeline = psycopg.Pipeline.is_supported()  # libpq >= 14
         self._statement_timeout_ms = max(1000, int(c.lease.total_seconds() * 500))
         # a turn with no answer for longer than a statement may take: a silent connection
         self._watchdog = Watchdog(self.name, self._statement_timeout_ms / 1000 + 1.0)
+        self._settle_watchdog = Watchdog(self.name, self._watchdog.limit)  # the settling connection's
 
     def _new_run(self) -> None:
         """The state of one run, fresh: at setup, and after each run so that a stopped
@@ -201,6 +201,8 @@ class Worker:
         self._running: set[Attempt] = set()
         self._leases = Leases(self.name, c.lease, self._counts, on_lost=self._lost)
         self._settler = Settler(self.name, self._counts, release=self._leases.release)
+        self._settling = SettleThread(self._settler, self._settle_connect, self._waker.wake,
+                                      lambda conn: self._settle_watchdog.guard(conn))
         self._listener = Listener(self.name, (), self._waker.wake)
         self._job_rows = fields_row(Job)
         self._reaped_rows = fields_row(Reaped)
@@ -419,6 +421,7 @@ class Worker:
         self._waker.wake()
 
     def _start_services(self) -> None:
+        self._settling.start(self.name)
         if any(not h.is_async for h in self._handlers.values()):
             self._pool = ThreadPool(self._concurrency, f"brooq-{self.name}")
         if any(h.is_async for h in self._handlers.values()):
@@ -460,7 +463,9 @@ class Worker:
             self._server.stop()
         if self._listening is not None:
             self._listening.join(timeout=2.0)
+        self._settling.stop()
         self._watchdog.stop()
+        self._settle_watchdog.stop()
         for counts in self._counts.topics.values():
             counts.busy = 0
 
@@ -471,13 +476,18 @@ class Worker:
             now = time.monotonic()
             self._last_tick = now
             self._drain(now)
+            self._settling.collect()
+            if self._settling.fatal is not None:  # the settling connection lacks a right
+                self._fatal = self._settling.fatal
+                log.error(_("worker.fatal", worker=self.name, error=self._fatal))
+                return
             if self._stop_requested and not self._stopping:
                 self._begin_stop(now)
             if self._stopping:
                 if self._abort_requested or now >= self._grace_deadline:
                     self._abort(now)
                     return
-                if not self._running and not self._settler:
+                if not self._running and not self._settler and not self._settling.in_flight:
                     log.info(_("worker.stopped", worker=self.name))
                     return
             if self._running and now >= self._next_check:
@@ -499,16 +509,14 @@ class Worker:
                     self._lost_connection(exc)
             if self._fatal is not None:
                 return
+            if self._settler:  # written on the settling thread's connection (SettleThread)
+                self._settling.hand(self._settler.take())
             self._waker.wait(self._sleep_time(time.monotonic()))
 
     def _turn(self, conn: psycopg.Connection[Any], now: float) -> None:
         claim_at = self._claim_at(now)
-        claim_due = claim_at is not None and claim_at <= now
-        if self._settler and claim_due and self._pipeline:
-            self._settle_and_claim(conn, now)  # one round trip, one commit
-            claim_due = False
-        elif self._settler and (claim_due or claim_at is None or claim_at > now + GATHER_MAX):
-            self._settler.settle(conn)  # no claim rides along soon: settle alone
+        if claim_at is not None and claim_at <= now:
+            self._claim(conn, now)  # first: the jobs start while the rest of the turn runs
         if self._leases.due(now):
             self._leases.heartbeat(conn, now)
         if self._unconfirmed:
@@ -518,8 +526,6 @@ class Worker:
         if self._server is not None and now >= self._next_stats:
             self._next_stats = now + self._stats_every
             self.metrics.refresh_stats(conn, list(self._handlers))
-        if claim_due:
-            self._claim(conn, now)
 
     def _sleep_time(self, now: float) -> float:
         at = now + MAX_SLEEP
@@ -533,8 +539,6 @@ class Worker:
             claim_at = self._claim_at(now)
             if claim_at is not None:
                 at = min(at, claim_at)
-            if self._settler and (claim_at is None or claim_at > now + GATHER_MAX):
-                return 0.0
             if self._leases:
                 at = min(at, self._leases.next_heartbeat)
             at = min(at, self._next_reap)
@@ -550,10 +554,10 @@ class Worker:
         otherwise at the poll interval. With fewer slots free, wait while handlers
         keep finishing (each one pushes the claim GATHER_GAP later, GATHER_MAX at
         most after the first): one claim of many jobs costs about what a claim of
-        one costs (a round trip and a commit), and the settles ride along."""
+        one costs (a round trip)."""
         if self._stopping:
             return None
-        free = self._capacity - len(self._running)
+        free = self._free()
         if free <= 0:
             return None
         at = self._next_poll
@@ -614,6 +618,17 @@ class Worker:
         self._failures = 0
         self._leases.renew_soon(time.monotonic())  # leases may have run short while we were away
         self._more = True
+
+    def _settle_connect(self) -> psycopg.Connection[Any]:
+        """The settling thread's connection (SettleThread): the loop's settings, no topics."""
+        conn = psycopg.connect(self.config.dsn, **self._connect_kwargs())
+        if not self.config.transaction_pooler:  # see _connect
+            try:
+                conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self._statement_timeout_ms)])
+            except BaseException:
+                conn.close()
+                raise
+        return conn
 
     def _declare_topics(self, conn: psycopg.Connection[Any]) -> None:
         try:
@@ -678,12 +693,21 @@ class Worker:
             with contextlib.suppress(Exception):  # closing a broken connection may fail too
                 self._conn.close()
             self._conn = None
+        self._settling.renew()
         self._next_connect = time.monotonic() + delay
 
     # --- claim and dispatch -------------------------------------------------------
 
+    def _free(self) -> int:
+        """Slots to claim for: the capacity less the jobs held, and less the outcomes not
+        yet written beyond one capacity's worth (the settling thread's backlog holds
+        claims back, so a database slow to settle slows claiming instead of piling up
+        outcomes)."""
+        unsettled = len(self._settler) + self._settling.in_flight
+        return self._capacity - len(self._running) - max(0, unsettled - self._capacity)
+
     def _claim_args(self) -> list[Any]:
-        free = self._capacity - len(self._running)
+        free = self._free()
         return [self.name, list(self._handlers), free, self.config.lease]
 
     def _claim(self, conn: psycopg.Connection[Any], now: float, notified: bool | None = None) -> None:
@@ -692,17 +716,6 @@ class Worker:
             notified = self._listener.take() and not self._more
         jobs = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, args).fetchall()
         self._claimed(now, args[2], jobs, notified)
-
-    def _settle_and_claim(self, conn: psycopg.Connection[Any], now: float) -> None:
-        args = self._claim_args()
-        notified = self._listener.take() and not self._more
-        jobs = self._settler.settle_and_claim(conn, args)
-        if jobs is None:  # the claim did not ride along: everything is settled, claim now
-            self._claim(conn, now, notified)
-            return
-        self._claimed(now, args[2], jobs, notified)
-        if self._settler:
-            self._settler.settle(conn)  # the chained ones, once the claimed jobs are started
 
     def _claimed(self, now: float, asked: int, jobs: list[Job], notified: bool) -> None:
         self._gather_from = None
@@ -989,12 +1002,12 @@ class Worker:
 
     def _abort(self, now: float) -> None:
         """Stop now: settle what finished, tell running handlers to stop, renew nothing."""
-        if self._settler and self._conn is not None:
-            try:
-                self._settler.settle(self._conn)
-            except psycopg.Error as exc:
-                log.warning(_("worker.unsettled_at_exit", worker=self.name, count=len(self._settler),
-                              error=exc))
+        if self._settler:
+            self._settling.hand(self._settler.take())
+        self._settling.wait(self._watchdog.limit)  # a statement's time at most
+        if self._settling.in_flight:
+            log.warning(_("worker.unsettled_at_exit", worker=self.name, count=self._settling.in_flight,
+                          error=self._settling.fatal or "no answer from the database"))
         if self._running:
             log.warning(_("worker.handlers_left_running", worker=self.name, count=len(self._running)))
         for att in list(self._running):
