@@ -123,9 +123,12 @@ def test_a_flow_limited_topic_is_refused_outside_read_committed(conn: Conn) -> N
 
 # rate -----------------------------------------------------------------------------
 
-def window_violations(rows: Sequence[tuple[float, int]], rate: int, per: float) -> list[tuple[float, int]]:
-    """(instant, jobs in the window ending there) of every window of `per` seconds,
-    ending at a claim, that holds more than `rate` jobs."""
+def window_violations(rows: Sequence[tuple[int, int]], rate: int, per: int) -> list[tuple[int, int]]:
+    """(instant, jobs in the window ending there) of every window (t - per, t], t a
+    claim, that holds more than `rate` jobs. Instants and per in whole microseconds,
+    the resolution of timestamptz: exact integers, as the claim compares them (as
+    float epoch seconds, 2026's instants are off by up to 1.2e-7 s, and a claim that
+    left the window exactly per before t is counted in it one time in five)."""
     bad = []
     for t, _ in rows:
         inside = sum(n for u, n in rows if t - per < u <= t)
@@ -158,11 +161,13 @@ def test_rate_holds_in_every_window_while_claims_race(db: str, conn: Conn) -> No
     started = time.monotonic()
     claims = sum(race(db, n, claimer))
     elapsed = time.monotonic() - started
+    # in microseconds, exact: extract gives a numeric, never a float8
     rows = [(r[0], r[1]) for r in conn.execute(
-        "select extract(epoch from claimed_at)::float8, jobs from public.window_audit order by 1").fetchall()]
-    bad = window_violations(rows, rate, per)
+        "select (extract(epoch from claimed_at) * 1000000)::bigint, jobs from public.window_audit order by 1").fetchall()]
+    per_us = round(per * 1_000_000)
+    bad = window_violations(rows, rate, per_us)
     print(f"\nrate {rate} per {per}s: {n} claimers for {elapsed:.1f}s, {claims} jobs claimed in "
-          f"{len(rows)} claims; at most {max(sum(m for u, m in rows if t - per < u <= t) for t, _ in rows)} "
+          f"{len(rows)} claims; at most {max(sum(m for u, m in rows if t - per_us < u <= t) for t, _ in rows)} "
           f"in a window; {len(bad)} windows above the rate")
     assert sum(j for _, j in rows) == claims, "every claimed job is counted in the window"
     assert bad == []
