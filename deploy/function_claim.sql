@@ -65,9 +65,14 @@ begin;
 -- of the topic is written with its instant t and its count; a claim at t may take
 -- rate minus the jobs claimed in (t - per, t]. So at most `rate` jobs are claimed in
 -- any window of length per, with no burst above it: a full rate may be claimed at
--- once, then nothing until the oldest claims leave the window. t is the clock, or the
--- latest instant already written when that is later (a claim whose transaction
--- started earlier but got the lock later must not count from the past).
+-- once, then nothing until the oldest claims leave the window. t is the clock read
+-- under the lock, once the lock is granted (not the call's start: a claim that waited
+-- for the lock takes its jobs after the claims it waited for committed, and must be
+-- counted then, not from the past), or the latest instant already written when that
+-- is later (the clock stepped back). The trim keeps the latest claim written, even
+-- out of the window, so that floor survives a claim that empties the window and
+-- takes nothing. So the instants written never go back, each claim is counted no
+-- earlier than it took its jobs, and (t - per, t] holds every claim it must.
 -- Flow-limited topics need READ COMMITTED (a snapshot taken before the lock would
 -- not see the claims it waited for): in another isolation level, claim refuses them.
 --
@@ -129,6 +134,7 @@ declare
     v_limits record;
     v_n bigint;
     v_at timestamptz;
+    v_last timestamptz;
 begin
     if claim.worker is null or claim.topics is null or claim.max_jobs is null or claim.lease is null then
         raise exception 'brooq.claim: arguments must not be NULL'
@@ -207,12 +213,18 @@ begin
                 v_caps[i] := least(v_caps[i], greatest(v_limits.max_in_flight - v_n, 0));
             end if;
             if v_limits.rate is not null then
-                select greatest(v_now, max(w.claimed_at)) into v_at
+                -- the instant: the clock read now, under the lock (not v_now, read before
+                -- the wait), and never before the latest claim written (see the header)
+                select max(w.claimed_at) into v_last
                   from brooq.claim_window w where w.topic = v_active[i];
+                v_at := greatest(brooq._now(), v_last);
+                -- trim what left the window, except the latest claim, whatever its age
                 delete from brooq.claim_window w
-                 where w.topic = v_active[i] and w.claimed_at <= v_at - v_limits.per;
+                 where w.topic = v_active[i] and w.claimed_at <= v_at - v_limits.per
+                   and w.claimed_at < v_last;
                 select coalesce(sum(w.jobs), 0) into v_n
-                  from brooq.claim_window w where w.topic = v_active[i];
+                  from brooq.claim_window w
+                 where w.topic = v_active[i] and w.claimed_at > v_at - v_limits.per;
                 v_caps[i] := least(v_caps[i], greatest(v_limits.rate - v_n, 0));
                 v_rated := v_rated || v_active[i];
                 v_rated_at := v_rated_at || v_at;

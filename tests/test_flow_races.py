@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from test_sql_races import Conn, claim, declare, enqueue_n, race, reap, settle
+from test_sql_races import Conn, claim, connections, declare, enqueue_n, race, reap, settle
 
 
 class Sampler(threading.Thread):
@@ -123,9 +123,12 @@ def test_a_flow_limited_topic_is_refused_outside_read_committed(conn: Conn) -> N
 
 # rate -----------------------------------------------------------------------------
 
-def window_violations(rows: Sequence[tuple[float, int]], rate: int, per: float) -> list[tuple[float, int]]:
-    """(instant, jobs in the window ending there) of every window of `per` seconds,
-    ending at a claim, that holds more than `rate` jobs."""
+def window_violations(rows: Sequence[tuple[int, int]], rate: int, per: int) -> list[tuple[int, int]]:
+    """(instant, jobs in the window ending there) of every window (t - per, t], t a
+    claim, that holds more than `rate` jobs. Instants and per in whole microseconds,
+    the resolution of timestamptz: exact integers, as the claim compares them (as
+    float epoch seconds, 2026's instants are off by up to 1.2e-7 s, and a claim that
+    left the window exactly per before t is counted in it one time in five)."""
     bad = []
     for t, _ in rows:
         inside = sum(n for u, n in rows if t - per < u <= t)
@@ -158,17 +161,55 @@ def test_rate_holds_in_every_window_while_claims_race(db: str, conn: Conn) -> No
     started = time.monotonic()
     claims = sum(race(db, n, claimer))
     elapsed = time.monotonic() - started
+    # in microseconds, exact: extract gives a numeric, never a float8
     rows = [(r[0], r[1]) for r in conn.execute(
-        "select extract(epoch from claimed_at)::float8, jobs from public.window_audit order by 1").fetchall()]
-    bad = window_violations(rows, rate, per)
+        "select (extract(epoch from claimed_at) * 1000000)::bigint, jobs from public.window_audit order by 1").fetchall()]
+    per_us = round(per * 1_000_000)
+    bad = window_violations(rows, rate, per_us)
     print(f"\nrate {rate} per {per}s: {n} claimers for {elapsed:.1f}s, {claims} jobs claimed in "
-          f"{len(rows)} claims; at most {max(sum(m for u, m in rows if t - per < u <= t) for t, _ in rows)} "
+          f"{len(rows)} claims; at most {max(sum(m for u, m in rows if t - per_us < u <= t) for t, _ in rows)} "
           f"in a window; {len(bad)} windows above the rate")
     assert sum(j for _, j in rows) == claims, "every claimed job is counted in the window"
     assert bad == []
     # and not throttled far below the rate: the windows did fill up
     assert claims >= rate * (elapsed / per) * 0.5
     assert claims <= rate * (elapsed / per + 1)
+
+
+def test_a_claim_that_waited_for_the_lock_is_counted_when_it_got_it(db: str, conn: Conn) -> None:
+    """A rate-limited claim reads the clock once it holds the topic's lock, not when it
+    began to wait for it: a claim counted from the instant it started would enter the
+    window earlier than it took its jobs, leave it earlier too, and let the next claims
+    take a full rate while its jobs were claimed less than per before. The lock is held
+    here by a transaction; the claim waits for it (pg_locks says so); the holder reads
+    the clock and commits: the claim must be counted no earlier than that."""
+    declare(conn, "flow", rate=5, per="10 seconds")
+    enqueue_n(conn, "flow", 5)
+    with connections(db, 2) as (holder, waiter):
+        pid = waiter.info.backend_pid
+        got: list[list[tuple[int, int]]] = []
+        thread = threading.Thread(target=lambda: got.append(claim(waiter, "w", ["flow"], 3)), daemon=True)
+        with holder.transaction():
+            holder.execute("select pg_advisory_xact_lock(1651666801, hashtext('flow'))")
+            thread.start()
+            for _ in range(3000):
+                row = conn.execute("select count(*) from pg_locks where pid = %s and locktype = 'advisory'"
+                                   " and not granted", (pid,)).fetchone()
+                assert row is not None
+                if row[0]:
+                    break
+                time.sleep(0.01)
+            else:
+                pytest.fail("the claim never waited for the topic's lock")
+            time.sleep(0.05)  # the clock moves on while the claim waits
+            released = holder.execute("select clock_timestamp()").fetchone()
+            assert released is not None
+        thread.join(timeout=30)
+    assert len(got) == 1 and len(got[0]) == 3
+    counted = conn.execute("select claimed_at from brooq.claim_window where topic = 'flow'").fetchall()
+    assert len(counted) == 1
+    assert counted[0][0] >= released[0], \
+        f"the claim is counted at {counted[0][0]}, before it got the lock at {released[0]}"
 
 
 # ordered groups -------------------------------------------------------------------

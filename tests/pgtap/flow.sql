@@ -4,7 +4,7 @@
 -- its edge, a claim batch cut at the rate), and what brooq.topic_stats shows. The races and the isolation level
 -- claim requires: tests/test_flow_races.py.
 begin;
-select plan(46);
+select plan(54);
 
 set local brooq.now = '2030-01-01 00:00:00+00';
 
@@ -101,6 +101,27 @@ select is((select count(*)::int from brooq.claim('w7', array['t.rate'], 10)), 1,
 select is((select count(*)::int from brooq.claim_window where topic = 't.rate'), 2,
     'the window keeps only the claims of the last minute');
 select is((select count(*)::int from brooq.claim('w7', array['t.rate'], 10)), 0, 'and the rate is used up again');
+
+-- the latest claim outlives the window: a claim that empties the window and takes
+-- nothing must not let a claim counted at an earlier instant (the clock stepped back)
+-- miss the claims it would count
+set local brooq.now = '2030-01-01 02:00:00+00';
+select lives_ok($$ select brooq.declare_topic('t.back', rate => 2, per => '1 minute') $$, 'a topic with rate 2 per minute');
+select lives_ok($$ select brooq.enqueue_many('t.back', array_fill('{}'::jsonb, array[2])) $$, 'two jobs');
+select is((select count(*)::int from brooq.claim('w8', array['t.back'], 10)), 2, 'at 02:00:00, a claim takes both');
+set local brooq.now = '2030-01-01 02:01:30+00';
+select is_empty($$ select * from brooq.claim('w8', array['t.back'], 10) $$,
+    'at 02:01:30, a claim finds nothing ready, its window empty');
+select results_eq($$ select claimed_at, jobs from brooq.claim_window where topic = 't.back' $$,
+    $$ values ('2030-01-01 02:00:00+00'::timestamptz, 2) $$,
+    'the latest claim stays written, though out of the window');
+set local brooq.now = '2030-01-01 02:00:40+00';
+select lives_ok($$ select brooq.enqueue_many('t.back', array_fill('{}'::jsonb, array[2])) $$, 'two more jobs, ready at 02:00:40');
+select is_empty($$ select * from brooq.claim('w8', array['t.back'], 10) $$,
+    'a claim whose clock reads 02:00:40 counts from there: the 2 claimed at 02:00:00 fill the rate');
+set local brooq.now = '2030-01-01 02:01:40+00';
+select is((select count(*)::int from brooq.claim('w8', array['t.back'], 10)), 2,
+    'at 02:01:40, a claim takes the two new jobs');
 
 select * from finish();
 rollback;
