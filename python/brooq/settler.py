@@ -74,7 +74,6 @@ class Settler:
         self._release = release  # the leases stop holding a settled attempt
         self._outbox: list[Pending] = []
         self._settled_rows = fields_row(Settled)
-        self._job_rows = fields_row(Job)
 
     def __len__(self) -> int:
         return len(self._outbox)

@@ -710,10 +710,9 @@ class Worker:
         free = self._free()
         return [self.name, list(self._handlers), free, self.config.lease]
 
-    def _claim(self, conn: psycopg.Connection[Any], now: float, notified: bool | None = None) -> None:
+    def _claim(self, conn: psycopg.Connection[Any], now: float) -> None:
         args = self._claim_args()
-        if notified is None:
-            notified = self._listener.take() and not self._more
+        notified = self._listener.take() and not self._more
         jobs = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, args).fetchall()
         self._claimed(now, args[2], jobs, notified)
 
