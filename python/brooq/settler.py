@@ -65,6 +65,15 @@ def _state(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def answered(batch: list[Pending], states: dict[int, str | None]) -> tuple[list[Pending], list[Pending]]:
+    """``batch`` split by Settler.write's ``states``: written, and still to write."""
+    written: list[Pending] = []
+    unwritten: list[Pending] = []
+    for p in batch:
+        (written if p.attempt.job.id in states else unwritten).append(p)
+    return written, unwritten
+
+
 class Settler:
     """The outbox of finished attempts, and how they reach brooq.settle_many."""
 
@@ -102,8 +111,8 @@ class Settler:
         try:
             self.write(conn, batch, states)
         finally:
-            written = [p for p in batch if p.attempt.job.id in states]
-            self._outbox[:0] = [p for p in batch if p.attempt.job.id not in states]
+            written, unwritten = answered(batch, states)
+            self._outbox[:0] = unwritten
             for p in self._outbox:
                 p.attempt.settling = False
             self.settled(written, states)
@@ -345,8 +354,7 @@ class SettleThread:
                                 error=exc, failures=failures))
                     self._closing.wait(min(5.0, 0.05 * 2 ** min(failures, 7)))
                 finally:
-                    written = [p for p in batch if p.attempt.job.id in states]
-                    batch = [p for p in batch if p.attempt.job.id not in states]
+                    written, batch = answered(batch, states)
                     if written:
                         with self._lock:
                             self._answers.append((written, states))
