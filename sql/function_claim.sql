@@ -101,6 +101,7 @@ returns setof brooq.claimed_job
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan  -- see docs/performance.md, "Generic plans"
 as $$
 declare
     v_now timestamptz := brooq._now();

@@ -239,7 +239,7 @@ select is((select count(*)::int from brooq.topic where name !~ '^[a-z0-9._-]{1,1
 -- (functions and operators are never looked up in pg_temp; tables are, so it
 -- must come last), and every brooq object is schema-qualified
 select is((select count(*)::int from pg_proc p where p.pronamespace = 'brooq'::regnamespace and p.prosecdef
-            and p.proconfig is distinct from array['search_path=pg_catalog, pg_temp']), 0,
+            and p.proconfig[1] is distinct from 'search_path=pg_catalog, pg_temp'), 0,
     'every SECURITY DEFINER function pins search_path = pg_catalog, pg_temp (pg_temp last)');
 
 -- The private helpers that keep the caller's path are not SECURITY DEFINER:

@@ -3,7 +3,7 @@
 -- without EXCEPTION blocks or dynamic SQL, parameter names, qualified tables.
 -- Each test lists the offending routines, so a failure says what to fix.
 begin;
-select plan(23);
+select plan(24);
 
 create temp view routine as  -- dropped with the rollback
 select p.oid, p.oid::regprocedure::text as name, p.proname::text as proname, p.prokind, p.prosecdef, p.proconfig,
@@ -51,8 +51,18 @@ select is_empty($$ select r.name from routine r where r.proowner <> (select nspo
 -- Security: SECURITY DEFINER and the pinned search_path ---------------------------------
 
 select is_empty($$ select name, proconfig from routine where prosecdef
-                     and proconfig is distinct from array['search_path=pg_catalog, pg_temp'] $$,
-    'every SECURITY DEFINER routine pins search_path = pg_catalog, pg_temp and sets nothing else');
+                     and proconfig is distinct from array['search_path=pg_catalog, pg_temp']
+                     and proconfig is distinct from array['search_path=pg_catalog, pg_temp',
+                                                          'plan_cache_mode=force_generic_plan'] $$,
+    'every SECURITY DEFINER routine pins search_path = pg_catalog, pg_temp and sets nothing else but plan_cache_mode');
+-- A worker's calls plan their statements once (docs/performance.md, "Generic plans"):
+-- with custom plans, a claim of one job from a backlog spent more time planning
+-- than running.
+select set_eq($$ select name from routine where 'plan_cache_mode=force_generic_plan' = any(proconfig) $$,
+    array['brooq.claim(text,text[],integer,interval)',
+          'brooq.heartbeat(text,bigint[],interval,bigint[],jsonb[])',
+          'brooq.settle_many(text,bigint[],bigint[],text[],text[],interval[],jsonb[])'],
+    'the worker''s hot path (claim, heartbeat, settle_many) runs on generic plans');
 select set_eq($$ select name from routine where not coalesce(proconfig @> array['search_path=pg_catalog, pg_temp'], false) $$,
     array['brooq._now()', 'brooq._backoff(interval,interval,integer)',
           'brooq._available_at(timestamp with time zone,timestamp with time zone,interval)',
