@@ -165,3 +165,32 @@ def test_busy_slots_by_topic(db: str, conn: Conn) -> None:
         wait_for(lambda: worker.snapshot().done == 4, what="the jobs to be done")
         m = wait_for(scraped_when(lambda s: s[("brooq_busy_slots", ())] == 0), what="no busy slot")
         assert busy(m) == {"slow": 0, "slow-async": 0, "idle": 0}
+
+
+def test_a_worker_nobody_scrapes_never_imports_prometheus(db: str) -> None:
+    """prometheus-client is imported when worker.metrics is first read (or served), not
+    for a worker that only counts: the counts live in brooq.counters either way."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    code = textwrap.dedent(f"""
+        import sys, brooq
+        worker = brooq.Worker({db!r}, concurrency=2)
+        worker.handler("t")(lambda job: None)
+        print("prometheus_client" in sys.modules)
+        worker._counts.topics["t"].observe(0.003)
+        registry = worker.metrics.registry
+        print("prometheus_client" in sys.modules)
+        for name, labels in (("brooq_attempt_duration_seconds_bucket", {{"topic": "t", "le": "0.005"}}),
+                             ("brooq_attempt_duration_seconds_bucket", {{"topic": "t", "le": "0.001"}}),
+                             ("brooq_slots", {{}})):
+            print(float(registry.get_sample_value(name, labels)))
+    """)
+    package = str(Path(brooq.__file__).resolve().parent.parent)  # the brooq this test imported
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package, os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env).stdout
+    assert out.split() == ["False", "True", "1.0", "0.0", "2.0"]

@@ -19,23 +19,27 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
 
 import psycopg
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 from psycopg.rows import class_row
 
 from brooq import queries
-from brooq.counters import Counters
+from brooq.counters import DURATION_BUCKETS, Counters
 from brooq.outcome import OUTCOMES
 from brooq.producer import HELD_BY, TopicStats
 
-DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
-
 
 class CountersCollector(Collector):
-    """The worker's Counters (claimed, settled, lease lost, hung by topic) as Prometheus
-    counters, and its busy slots (by topic, and their sum) as gauges, read at each scrape."""
+    """The worker's Counters, read at each scrape: claimed, settled, lease lost, hung (by
+    topic) and reaped as Prometheus counters, the handlers' run times as a histogram,
+    busy slots (by topic, and their sum) and slots as gauges."""
 
     def __init__(self, counters: Counters) -> None:
         self.counters = counters
@@ -56,8 +60,15 @@ class CountersCollector(Collector):
                                    labels=["topic"])
         busy = GaugeMetricFamily("brooq_topic_busy_slots", "Handlers of the topic running now.",
                                  labels=["topic"])
+        duration = HistogramMetricFamily("brooq_attempt_duration_seconds", "Run time of handlers.",
+                                         labels=["topic"])
         busy_total = 0
         for topic, c in list(self.counters.topics.items()):
+            cumulative, buckets = 0, []
+            for bound, n in zip((*map(str, DURATION_BUCKETS), "+Inf"), list(c.durations), strict=True):
+                cumulative += n
+                buckets.append((bound, cumulative))
+            duration.add_metric([topic], buckets, c.duration_sum)
             n = c.busy
             busy.add_metric([topic], n)
             busy_total += n
@@ -68,7 +79,10 @@ class CountersCollector(Collector):
             hung.add_metric([topic], c.hung)
         yield GaugeMetricFamily("brooq_busy_slots", "Handlers running now (every topic).",
                                 value=busy_total)
-        yield from (busy, claimed, settled, lease_lost, hung)
+        yield GaugeMetricFamily("brooq_slots", "Concurrency of this worker.", value=self.counters.slots)
+        yield CounterMetricFamily("brooq_jobs_reaped", "Expired leases this worker returned to the queue.",
+                                  value=self.counters.reaped)
+        yield from (busy, claimed, settled, lease_lost, hung, duration)
 
 
 class RetentionCollector(Collector):
@@ -105,17 +119,15 @@ class RetentionRow(NamedTuple):
 
 
 class Metrics:
-    """The metric families of a worker, in their own registry. The per-topic counts
-    (claimed, settled, lease lost, hung) and busy slots are read from the worker's Counters."""
+    """The metric families of a worker, in their own registry. What the worker counts
+    itself is read from its Counters at each scrape; the depth gauges and retention
+    counters are set from the database (refresh_stats)."""
 
     def __init__(self, counters: Counters) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
         r.register(CountersCollector(counters))
         self.retention = RetentionCollector()
         r.register(self.retention)
-        self.duration = Histogram("brooq_attempt_duration_seconds", "Run time of handlers.",
-                                  ["topic"], buckets=DURATION_BUCKETS, registry=r)
-        self.slots = Gauge("brooq_slots", "Concurrency of this worker.", registry=r)
         self.jobs = Gauge("brooq_jobs", "Jobs by topic and state (from brooq.topic_stats).",
                           ["topic", "state"], registry=r)
         self.held = Gauge("brooq_jobs_held",
@@ -124,12 +136,11 @@ class Metrics:
                           ["topic", "limit"], registry=r)
         self.oldest_ready_age = Gauge("brooq_oldest_ready_age_seconds",
                                       "Age of the oldest ready job (0 when none).", ["topic"], registry=r)
-        self.reaped = Counter("brooq_jobs_reaped", "Expired leases this worker returned to the queue.",
-                              registry=r)
+        for topic in list(counters.topics):
+            self.declare_topic(topic)
 
     def declare_topic(self, topic: str) -> None:
         """Create the labelled series of a topic at zero, so they show before the first job."""
-        self.duration.labels(topic)
         for state in ("pending", "failed", "processing"):
             self.jobs.labels(topic, state)
         for limit in HELD_BY:

@@ -3,8 +3,8 @@
 prometheus-client is an extra (`pip install 'brooq[metrics]'`); a producer-only
 application, or a worker without a metrics_address, does not need it. NoMetrics
 has the attributes of brooq.metrics.Metrics that the worker touches, each one a
-sink. The worker's own counts (Worker.snapshot(), the progress line) do not depend
-on it.
+sink. The worker's own counts (brooq.counters: Worker.snapshot(), the progress line)
+do not depend on it.
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ class NoMetrics:
     """brooq.metrics.Metrics without prometheus-client: every family is a Sink."""
 
     def __init__(self) -> None:
-        self.duration = self.slots = self.jobs = Sink()
-        self.oldest_ready_age = self.reaped = self.held = Sink()
+        self.jobs = self.oldest_ready_age = self.held = Sink()
 
     def declare_topic(self, topic: str) -> None:
         pass

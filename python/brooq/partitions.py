@@ -107,9 +107,7 @@ class PartitionedWorker:
         worker = Worker.from_config(config)
         for h in self._handlers.values():
             worker._handlers[h.topic] = h
-            worker._counts.add_topic(h.topic)
-            worker.metrics.declare_topic(h.topic)
-            worker._durations[h.topic] = worker.metrics.duration.labels(h.topic)
+            worker._add_topic(h.topic)
         return worker
 
     # --- control ------------------------------------------------------------------

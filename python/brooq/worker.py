@@ -167,11 +167,9 @@ class Worker:
         self.config = c = config.with_defaults()
         assert c.name is not None
         self.name: str = c.name
-        self._counts = Counters()
-        self.metrics = _metrics(self._counts)
-        self.metrics.slots.set(c.concurrency)
+        self._counts = Counters(slots=c.concurrency)
+        self._metrics: Metrics | NoMetrics | None = None  # made when first read (see metrics)
         self._handlers: dict[str, TopicHandler] = {}
-        self._durations: dict[str, Any] = {}  # topic -> its histogram series (labels() takes a lock)
         self._max_execution: dict[str, timedelta | None] = {}  # read from the database at start
         self._lock = threading.Lock()
         self._waker = Waker()
@@ -295,12 +293,25 @@ class Worker:
                 topic, with_payload(fn), inspect.iscoroutinefunction(fn), timeout, max_attempts, backoff_base,
                 backoff_max, retention, max_payload_bytes, notify, max_lease_losses, max_lease,
                 max_in_flight, rate, per, max_execution, retain_done, retain_payload)
-            self._counts.add_topic(topic)
-            self.metrics.declare_topic(topic)
-            self._durations[topic] = self.metrics.duration.labels(topic)
+            self._add_topic(topic)
             return fn
 
         return register
+
+    def _add_topic(self, topic: str) -> None:
+        """Count the jobs of a registered topic (and show its series at zero)."""
+        self._counts.add_topic(topic)
+        if self._metrics is not None:
+            self._metrics.declare_topic(topic)
+
+    @property
+    def metrics(self) -> Metrics | NoMetrics:
+        """The worker's Prometheus metrics (``.registry``), made when first read: a worker
+        that nobody scrapes never imports prometheus-client. Without it installed, a
+        NoMetrics whose families record nothing."""
+        if self._metrics is None:
+            self._metrics = _metrics(self._counts)
+        return self._metrics
 
     @property
     def topics(self) -> list[str]:
@@ -791,7 +802,7 @@ class Worker:
         rows = conn.cursor(row_factory=self._reaped_rows).execute(queries.REAP, [REAP_BATCH]).fetchall()
         self._next_reap = now + self._reap_every
         if rows:
-            self.metrics.reaped.inc(len(rows))
+            self._counts.reaped += len(rows)
             log.info(_("worker.reaped", worker=self.name, count=len(rows)))
             if any(r.topic in self._handlers for r in rows):
                 self._more = True
@@ -889,7 +900,7 @@ class Worker:
                     att.closed = True
                     self._settler.add(att, Outcome("preserve", None, timedelta(0)))
                 continue
-            self._durations[att.job.topic].observe(att.elapsed)
+            self._counts.topics[att.job.topic].observe(att.elapsed)
             if att.closed:
                 if att.hung_reported:
                     log.warning(_("job.hung_returned", id=att.job.id, topic=att.job.topic,
