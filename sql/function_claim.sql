@@ -147,13 +147,15 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'Pass the topics this worker handles, e.g. array[''email''].';
     end if;
-    select array_agg(distinct t.name) filter (where not t.paused),
+    -- v_active and v_execs in one order (by name): each topic's max_execution beside it
+    select array_agg(t.name order by t.name) filter (where not t.paused),
            min(q.name) filter (where t.name is null),
            min(t.max_lease),
-           array_agg(distinct t.name) filter (where not t.paused
-                                              and (t.max_in_flight is not null or t.rate is not null))
-      into v_active, v_unknown, v_max_lease, v_flow
-      from unnest(claim.topics) as q(name)
+           array_agg(t.name order by t.name) filter (where not t.paused
+                                                     and (t.max_in_flight is not null or t.rate is not null)),
+           array_agg(t.max_execution order by t.name) filter (where not t.paused)
+      into v_active, v_unknown, v_max_lease, v_flow, v_execs
+      from (select distinct u.name from unnest(claim.topics) as u(name)) as q
       left join brooq.topic t on t.name = q.name;
     if v_unknown is not null then
         raise exception 'cannot claim from topic "%": it does not exist', left(v_unknown, 200)
@@ -169,9 +171,6 @@ begin
         return;  -- every topic named is paused
     end if;
     v_token := ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 8), 'hex'))::bit(64)::bigint;
-    select array_agg(t.max_execution order by a.ord) into v_execs
-      from unnest(v_active) with ordinality as a(name, ord)
-      join brooq.topic t on t.name = a.name;
 
     if v_flow is not null then
         -- Flow control (see the header): lock, then count in fresh snapshots.

@@ -84,6 +84,11 @@ log = logging.getLogger("brooq.worker")
 F = TypeVar("F", bound=Callable[..., Any])
 
 CHECK_EVERY = 0.1  # seconds between scans for timeouts and hung handlers
+# Outcomes not yet written, in capacities, before they hold claims back (Worker._free):
+# with one, a batch being written and the next one's outcomes stopped the claims, and
+# the database's two connections took turns; two let a claim run beside a settle
+# (docs/performance.md, 1 December: drain with one process +10-25%, memory the same).
+UNSETTLED_CAPACITIES = 2
 # An attempt is stopped this long before the job's max_execution deadline (at most a
 # tenth of the time left): the deadline ends the lease, and the worker's own settle,
 # which names the cause, must reach the database before a heartbeat or a reap sees
@@ -711,11 +716,12 @@ class Worker:
 
     def _free(self) -> int:
         """Slots to claim for: the capacity less the jobs held, and less the outcomes not
-        yet written beyond one capacity's worth (the settling thread's backlog holds
-        claims back, so a database slow to settle slows claiming instead of piling up
-        outcomes)."""
+        yet written beyond UNSETTLED_CAPACITIES capacities' worth (the settling thread's
+        backlog holds claims back, so a database slow to settle slows claiming instead
+        of piling up outcomes)."""
         unsettled = len(self._settler) + self._settling.in_flight
-        return self._capacity - len(self._running) - max(0, unsettled - self._capacity)
+        return (self._capacity - len(self._running)
+                - max(0, unsettled - UNSETTLED_CAPACITIES * self._capacity))
 
     def _claim_args(self) -> list[Any]:
         free = self._free()
