@@ -24,18 +24,13 @@ def available() -> bool:
 
 
 class Sink:
-    """A counter, gauge or histogram (or one of its labelled series) that records nothing."""
+    """A gauge (or one of its labelled series) that records nothing: Metrics' families
+    other than its gauges are read from brooq.counters, which count without it."""
 
     def labels(self, *values: str) -> Sink:
         return self
 
     def set(self, value: float) -> None:
-        pass
-
-    def inc(self, amount: float = 1) -> None:
-        pass
-
-    def observe(self, value: float) -> None:
         pass
 
 
