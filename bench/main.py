@@ -41,7 +41,7 @@ from pgcluster import Cluster  # noqa: E402
 from bench.procs import WorkerFailed, Workers
 from bench.progress import Progress
 from bench.results import LOWER, Results
-from bench.systems import BENCH, SYSTEMS, TOPIC, Brooq, BrooqProducer, System, chunks, python_worker
+from bench.systems import BENCH, SYSTEMS, TOPIC, Brooq, BrooqProducer, System, brooq_worker, chunks
 
 SCENARIOS = ["enqueue", "drain", "latency", "ceiling", "grown", "memory", "flow"]
 # flow: (case, the handler's topic settings, ordered groups or 0); the first is the baseline
@@ -235,9 +235,7 @@ class Bench:
         if key in failed:
             return
         label = f"drain brooq retain_done=false ×{procs} run {run}/{self.args.runs}"
-        cmd = python_worker("brooq_worker", {"dsn": system.dsn, "latency": False,
-                                             "concurrency": Brooq.concurrency,
-                                             "handler": {"retain_done": False}})
+        cmd = brooq_worker(system.dsn, latency=False, handler={"retain_done": False})
         try:
             r = self.drain_once(system, procs, label, cmd)
         except WorkerFailed as e:
@@ -421,7 +419,7 @@ class Bench:
 
     def flow(self) -> None:
         """One brooq worker process draining the same N jobs: no limit, a max_in_flight
-        above anything the worker holds (its concurrency is 200), 1,000 ordered groups."""
+        above anything the worker holds (its concurrency + prefetch is 400), 1,000 ordered groups."""
         base = self.systems.get("brooq")
         if base is None:
             return
@@ -452,8 +450,7 @@ class Bench:
                                    groups=[f"g{i % groups}" for i in chunk] if groups else None)
         system.analyze()
         progress = Progress(label, self.args.quiet)
-        cmd = python_worker("brooq_worker", {"dsn": system.dsn, "latency": False,
-                                             "concurrency": Brooq.concurrency, "handler": settings})
+        cmd = brooq_worker(system.dsn, latency=False, handler=settings)
         with Workers(cmd, 1) as workers:
             workers.wait_ready()
             complete = workers.wait_count(s.drain, s.drain_cap, progress)

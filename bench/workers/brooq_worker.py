@@ -1,7 +1,7 @@
 """brooq's reference worker (brooq.Worker) with a no-op handler on topic `bench`.
 
 Usage: python -m bench.workers.brooq_worker '<json config>'
-(config: dsn, latency, concurrency, and handler: the topic settings of Worker.handler,
+(config: dsn, latency, concurrency, prefetch, and handler: the topic settings of Worker.handler,
 e.g. {"max_in_flight": 10000}, which the worker declares at start)
 """
 
@@ -24,7 +24,8 @@ def main() -> None:
     worker_class = getattr(brooq, "Worker", None)
     if worker_class is None:
         sys.exit("brooq.Worker does not exist yet (python/brooq/worker.py)")
-    w = worker_class(cfg["dsn"], concurrency=int(cfg.get("concurrency", 100)))
+    w = worker_class(cfg["dsn"], concurrency=int(cfg.get("concurrency", 100)),
+                     prefetch=cfg.get("prefetch"))
 
     @w.handler(cfg.get("topic", "bench"), **cfg.get("handler", {}))  # type: ignore[untyped-decorator]
     def noop(job: Any) -> None:
