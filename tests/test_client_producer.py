@@ -40,6 +40,21 @@ def test_enqueue_returns_id_and_stores_payload(conn: Conn, topic: str) -> None:
     assert fate.payload == {"to": "a@example.com", "n": 1}
 
 
+def test_enqueued_is_made_from_the_columns_of_enqueue_by_name(conn: Conn, topic: str) -> None:
+    """enqueue and enqueue_many build Enqueued by position (no row factory on the hot
+    path): the statements' columns must be its fields, in order."""
+    from brooq import queries
+    from brooq.producer import enqueue_args, enqueue_many_args
+
+    one = conn.execute(queries.ENQUEUE, [*enqueue_args(topic, {}, None, None, None, 0), None])
+    many = conn.execute(queries.ENQUEUE_MANY, [*enqueue_many_args(topic, [{}], None, None, None, 0),
+                                               None])
+    for cur in (one, many):
+        assert cur.description is not None
+        assert tuple(c.name for c in cur.description) == brooq.Enqueued._fields
+    assert brooq.enqueue_many(conn, topic, [{}, {}], keys=["k", "k"])[1].created is False
+
+
 def test_dataclass_payloads_are_stored_as_objects(conn: Conn, topic: str) -> None:
     job = brooq.enqueue(conn, topic, Email("b@example.com", Address("Lyon"), ["x"]))
     fate = brooq.get_job(conn, job.id)

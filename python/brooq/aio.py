@@ -52,13 +52,12 @@ async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None 
     async def call(trace_context: dict[str, str] | None) -> Enqueued:
         try:
             with mapped(PRODUCER, conn):
-                cur = conn.cursor(row_factory=class_row(Enqueued))
-                await cur.execute(queries.ENQUEUE, [*args, trace_arg(trace_context)])
+                cur = await conn.execute(queries.ENQUEUE, [*args, trace_arg(trace_context)])
                 row = await cur.fetchone()
         except KeyBusy as exc:
             raise key_busy(topic, busy_what(key, group)) from exc.__cause__
         assert row is not None  # brooq.enqueue returns exactly one row
-        return row
+        return Enqueued._make(row)
 
     return await tracing.send_async(topic, "enqueue", None, call)
 
@@ -73,9 +72,9 @@ async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
     async def call(trace_context: dict[str, str] | None) -> list[Enqueued]:
         try:
             with mapped(PRODUCER, conn):
-                cur = conn.cursor(row_factory=class_row(Enqueued))
-                await cur.execute(queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)])
-                return await cur.fetchall()
+                cur = await conn.execute(queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)])
+                rows = await cur.fetchall()
+            return [Enqueued._make(row) for row in rows]
         except KeyBusy as exc:
             raise key_busy(topic, busy_what_batch(groups)) from exc.__cause__
 

@@ -28,9 +28,13 @@ def _default(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+# json.dumps with any option builds a JSONEncoder per call (~0.7 us of ~2.4)
+_encode = json.JSONEncoder(default=_default, allow_nan=False, separators=(",", ":")).encode
+
+
 def to_json(value: Any) -> str:
     """The JSON text of a payload or result; TypeError/ValueError when it has none."""
-    return json.dumps(value, default=_default, allow_nan=False, separators=(",", ":"))
+    return _encode(value)
 
 
 def jsonb(value: Any) -> Jsonb:

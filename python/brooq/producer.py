@@ -23,7 +23,12 @@ Conn = psycopg.Connection[Any]
 
 
 class Enqueued(NamedTuple):
-    """The answer of enqueue: the job's id, and False when its key already existed."""
+    """The answer of enqueue: the job's id, and False when its key already existed.
+
+    Made by position from the columns of queries.ENQUEUE and ENQUEUE_MANY (``id,
+    created``; tests/test_client_producer.py checks them by name): a row factory reads
+    the result's description at every call, ~10 us of a single enqueue's ~90 us of
+    client CPU."""
 
     id: int
     created: bool
@@ -94,12 +99,11 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     def call(trace_context: dict[str, str] | None) -> Enqueued:
         try:
             with mapped(PRODUCER, conn):
-                row = conn.cursor(row_factory=class_row(Enqueued)).execute(
-                    queries.ENQUEUE, [*args, trace_arg(trace_context)]).fetchone()
+                row = conn.execute(queries.ENQUEUE, [*args, trace_arg(trace_context)]).fetchone()
         except KeyBusy as exc:
             raise key_busy(topic, busy_what(key, group)) from exc.__cause__
         assert row is not None  # brooq.enqueue returns exactly one row
-        return row
+        return Enqueued._make(row)
 
     return tracing.send(topic, "enqueue", None, call)
 
@@ -175,8 +179,8 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
     def call(trace_context: dict[str, str] | None) -> list[Enqueued]:
         try:
             with mapped(PRODUCER, conn):
-                return conn.cursor(row_factory=class_row(Enqueued)).execute(
-                    queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)]).fetchall()
+                rows = conn.execute(queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)]).fetchall()
+            return [Enqueued._make(row) for row in rows]
         except KeyBusy as exc:
             raise key_busy(topic, busy_what_batch(groups)) from exc.__cause__
 
