@@ -101,16 +101,16 @@ def test_a_prefetched_job_canceled_before_it_starts_never_runs(db: str, conn: Co
     assert fate(conn, waiting).state == "canceled"
 
 
-def test_outcomes_not_yet_written_hold_claims_back_beyond_two_capacities() -> None:
-    """The settling thread's backlog (Worker._free): up to two capacities of outcomes not
-    yet written leave every free slot to claim for; each one more holds a slot back, so
-    a database slow to settle slows claiming instead of piling up outcomes in memory."""
+def test_outcomes_not_yet_written_hold_claims_back_beyond_three_capacities() -> None:
+    """The settling thread's backlog (Worker._free): up to three capacities of outcomes
+    not yet written leave every free slot to claim for; each one more holds a slot back,
+    so a database slow to settle slows claiming instead of piling up outcomes in memory."""
     from brooq.worker import UNSETTLED_CAPACITIES
 
     worker = brooq.Worker("postgresql://nobody@127.0.0.1:1/none", concurrency=3, prefetch=2)
     capacity = 5
-    assert UNSETTLED_CAPACITIES == 2
-    for unsettled, free in ((0, capacity), (2 * capacity, capacity), (2 * capacity + 1, capacity - 1),
-                            (3 * capacity, 0)):
+    assert UNSETTLED_CAPACITIES == 3
+    for unsettled, free in ((0, capacity), (3 * capacity, capacity), (3 * capacity + 1, capacity - 1),
+                            (4 * capacity, 0)):
         worker._settling.in_flight = unsettled
         assert worker._free() == free, unsettled

@@ -86,9 +86,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 CHECK_EVERY = 0.1  # seconds between scans for timeouts and hung handlers
 # Outcomes not yet written, in capacities, before they hold claims back (Worker._free):
 # with one, a batch being written and the next one's outcomes stopped the claims, and
-# the database's two connections took turns; two let a claim run beside a settle
-# (docs/performance.md, 1 December: drain with one process +10-25%, memory the same).
-UNSETTLED_CAPACITIES = 2
+# the database's two connections took turns; two let a claim run beside a settle, three
+# also ride out a settle slowed by its commit's flush (docs/performance.md, 1 December:
+# one process's drain +10-25% with two, +8-18% more with three; 0.7 MiB more at its peak).
+UNSETTLED_CAPACITIES = 3
 # An attempt is stopped this long before the job's max_execution deadline (at most a
 # tenth of the time left): the deadline ends the lease, and the worker's own settle,
 # which names the cause, must reach the database before a heartbeat or a reap sees
