@@ -114,3 +114,22 @@ def test_outcomes_not_yet_written_hold_claims_back_beyond_three_capacities() -> 
                             (4 * capacity, 0)):
         worker._settling.in_flight = unsettled
         assert worker._free() == free, unsettled
+
+
+def test_a_settle_that_frees_an_ordered_groups_next_job_claims_again(
+        db: str, conn: psycopg.Connection[Any]) -> None:
+    """An ordered group's next job becomes ready when its predecessor is settled, and
+    no enqueue notifies it: a worker whose last claim came back with jobs but not full
+    claims again once its settles are written, instead of waiting for the poll (here
+    60 s). 3 groups of 8 jobs drain in seconds, not 8 poll intervals."""
+    worker = brooq.Worker(db, concurrency=4, poll_interval=timedelta(seconds=60))
+    done: list[int] = []
+
+    @worker.handler("ordered")
+    def ordered(job: brooq.Job) -> None:
+        done.append(job.id)
+
+    worker.declare_topics()
+    brooq.enqueue_many(conn, "ordered", [{}] * 24, groups=[f"g{i % 3}" for i in range(24)])
+    with running(worker):
+        wait_for(lambda: len(done) == 24, timeout=20, what="24 grouped jobs, one at a time per group")

@@ -268,15 +268,19 @@ class SettleThread:
         watchdog notices, after a statement's time) is not waited out twice."""
         self._renew = True
 
-    def collect(self) -> None:
-        """Count what the database answered since the last call (loop thread)."""
+    def collect(self) -> int:
+        """Count what the database answered since the last call (loop thread); how many
+        outcomes it answered."""
         if not self._answers:
-            return
+            return 0
         with self._lock:
             answers, self._answers = self._answers, []
+        answered = 0
         for batch, states in answers:
             self.in_flight -= len(batch)
+            answered += len(batch)
             self._settler.settled(batch, states)
+        return answered
 
     def wait(self, timeout: float) -> None:
         """Until everything handed over is answered, or ``timeout`` seconds (loop thread)."""

@@ -221,6 +221,7 @@ class Worker:
         self._next_poll = 0.0
         self._gather_from: float | None = None  # when the first handler since the last claim finished
         self._last_done = 0.0
+        self._partial = False  # the last claim came back with jobs but not full (see _loop)
         self._next_reap = 0.0
         self._next_stats = 0.0
         self._next_check = 0.0
@@ -493,7 +494,11 @@ class Worker:
             now = time.monotonic()
             self._last_tick = now
             self._drain(now)
-            self._settling.collect()
+            if self._settling.collect() and self._partial:
+                # settles may have made jobs ready that no enqueue notifies: an ordered
+                # group's next job, a max_in_flight slot freed. Claim again, once.
+                self._partial = False
+                self._more = True
             if self._settling.fatal is not None:  # the settling connection lacks a right
                 self._fatal = self._settling.fatal
                 log.error(_("worker.fatal", worker=self.name, error=self._fatal))
@@ -738,6 +743,7 @@ class Worker:
         self._gather_from = None
         self._listener.claimed(now, bool(jobs), notified)
         self._more = len(jobs) == asked
+        self._partial = 0 < len(jobs) < asked
         if not self._more:
             self._next_poll = now + self._poll_every
         if not jobs:
