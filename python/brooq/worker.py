@@ -572,8 +572,9 @@ class Worker:
         """When to claim next (None: no free slot, or stopping).
 
         At once when jobs are known to be ready (the last claim came back full, a
-        notification came) and at least half the slots are free or none is busy;
-        otherwise at the poll interval. With fewer slots free, wait while handlers
+        notification came, settles were written after a partial claim: see _loop)
+        and at least half the slots are free or none is busy; otherwise at the poll
+        interval. With fewer slots free, wait while handlers
         keep finishing (each one pushes the claim GATHER_GAP later, GATHER_MAX at
         most after the first): one claim of many jobs costs about what a claim of
         one costs (a round trip)."""
