@@ -102,6 +102,7 @@ language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan  -- see docs/performance.md, "Generic plans"
+set enable_seqscan = off  -- a generic plan made on a near-empty table must still probe indexes
 as $$
 declare
     v_now timestamptz := brooq._now();
