@@ -53,8 +53,9 @@ def test_in_flight_counts_running_handlers_not_prefetched_jobs(
     brooq.enqueue_many(conn, "slow", [{}] * 6)
     try:
         with running(worker):
-            wait_for(lambda: worker.snapshot().claimed == 4, what="2 running and 2 prefetched")
-            snap = worker.snapshot()
+            # a pool thread may start its job a moment after the claim is counted
+            snap = wait_for(lambda: (s := worker.snapshot()).claimed == 4 and s.in_flight == 2 and s,
+                            what="2 running and 2 prefetched")
             assert (snap.in_flight, snap.prefetched) == (2, 2)  # was in_flight 4
             line = format_line(Reading(snap, 1.0, 10.0, 10.0))
             assert re.search(r"\| in flight 2 \(\+2 prefetched\) \|", line), line

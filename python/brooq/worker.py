@@ -221,7 +221,9 @@ class Worker:
         self._next_poll = 0.0
         self._gather_from: float | None = None  # when the first handler since the last claim finished
         self._last_done = 0.0
-        self._partial = False  # the last claim came back with jobs but not full (see _loop)
+        # A claim came back with jobs but not full, and what it and later claims took may
+        # still be settled: each settle written asks for a claim (see _loop)
+        self._partial = False
         self._next_reap = 0.0
         self._next_stats = 0.0
         self._next_check = 0.0
@@ -496,8 +498,7 @@ class Worker:
             self._drain(now)
             if self._settling.collect() and self._partial:
                 # settles may have made jobs ready that no enqueue notifies: an ordered
-                # group's next job, a max_in_flight slot freed. Claim again, once.
-                self._partial = False
+                # group's next job, a max_in_flight slot freed. Claim again.
                 self._more = True
             if self._settling.fatal is not None:  # the settling connection lacks a right
                 self._fatal = self._settling.fatal
@@ -744,7 +745,10 @@ class Worker:
         self._gather_from = None
         self._listener.claimed(now, bool(jobs), notified)
         self._more = len(jobs) == asked
-        self._partial = 0 < len(jobs) < asked
+        if jobs:
+            self._partial = len(jobs) < asked
+        elif not (self._running or self._settler or self._settling.in_flight):
+            self._partial = False  # nothing left whose settle could make a job ready
         if not self._more:
             self._next_poll = now + self._poll_every
         if not jobs:
