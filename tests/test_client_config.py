@@ -136,17 +136,11 @@ def test_the_guide_lists_every_setting_as_workerconfig_declares_it() -> None:
 def test_a_worker_loads_no_openssl_for_its_name() -> None:
     """The default name's random part comes from os.urandom: `secrets` would import
     hashlib, which loads OpenSSL's libcrypto (0.7 MiB of a worker's memory) for 3 bytes."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from worker_app import run_fresh
 
     code = ("import sys, brooq; name = brooq.WorkerConfig(dsn='x').name or "
             "brooq.config.default_worker_name(); "
             "print(name.rsplit(':', 1)[1], sorted({'hashlib', '_hashlib', 'secrets'} & set(sys.modules)))")
-    package = str(Path(brooq.__file__).resolve().parent.parent)  # the brooq this test imported
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package, os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=env).stdout.split(maxsplit=1)
+    out = run_fresh(code).split(maxsplit=1)
     assert len(out[0]) == 6 and int(out[0], 16) >= 0  # 3 random bytes in hex
     assert out[1].strip() == "[]"

@@ -170,11 +170,9 @@ def test_busy_slots_by_topic(db: str, conn: Conn) -> None:
 def test_a_worker_nobody_scrapes_never_imports_prometheus(db: str) -> None:
     """prometheus-client is imported when worker.metrics is first read (or served), not
     for a worker that only counts: the counts live in brooq.counters either way."""
-    import os
-    import subprocess
-    import sys
     import textwrap
-    from pathlib import Path
+
+    from worker_app import run_fresh
 
     code = textwrap.dedent(f"""
         import sys, brooq
@@ -189,8 +187,4 @@ def test_a_worker_nobody_scrapes_never_imports_prometheus(db: str) -> None:
                              ("brooq_slots", {{}})):
             print(float(registry.get_sample_value(name, labels)))
     """)
-    package = str(Path(brooq.__file__).resolve().parent.parent)  # the brooq this test imported
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package, os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=env).stdout
-    assert out.split() == ["False", "True", "1.0", "0.0", "2.0"]
+    assert run_fresh(code).split() == ["False", "True", "1.0", "0.0", "2.0"]

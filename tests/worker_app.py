@@ -18,11 +18,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import brooq
@@ -30,6 +33,15 @@ import psycopg
 
 # In-process worker tests: short leases and polls, so they run in seconds.
 FAST = {"poll_interval": timedelta(milliseconds=100), "lease": timedelta(seconds=1.5)}
+
+
+def run_fresh(code: str) -> str:
+    """Run ``code`` in a new Python process that imports the brooq these tests import
+    (what it loads at import, not what this process already has); its stdout."""
+    package = str(Path(brooq.__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package, os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=env).stdout
 
 
 def fate(conn: psycopg.Connection[Any], job_id: int) -> brooq.JobFate:
