@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -133,3 +134,37 @@ def test_a_settle_that_frees_an_ordered_groups_next_job_claims_again(
     brooq.enqueue_many(conn, "ordered", [{}] * 24, groups=[f"g{i % 3}" for i in range(24)])
     with running(worker):
         wait_for(lambda: len(done) == 24, timeout=20, what="24 grouped jobs, one at a time per group")
+
+
+def test_claims_after_settles_ask_for_no_more_than_the_settles_made_ready(
+        db: str, conn: psycopg.Connection[Any]) -> None:
+    """A claim that asks for more jobs than are ready passes over every job of a blocked
+    ordered group (brooq.claim, "Cost"); so a claim asked for by settles takes at most
+    one job per outcome written. 1,000 jobs in 4 groups, a worker holding 10: the
+    claims read job_ready_idx a few times per job (old: ~250 times, the backlog per claim)."""
+    worker = brooq.Worker(db, concurrency=2, prefetch=8, poll_interval=timedelta(seconds=60))
+    done: list[int] = []
+
+    @worker.handler("ordered")
+    def ordered(job: brooq.Job) -> None:
+        done.append(job.id)
+
+    worker.declare_topics()
+    brooq.enqueue_many(conn, "ordered", [{}] * 1000, groups=[f"g{i % 4}" for i in range(1000)])
+    before = index_reads(conn)
+    with running(worker):
+        wait_for(lambda: len(done) == 1000, timeout=60, what="1,000 grouped jobs")
+    reads = [before]
+    # the worker's backends report their statistics as they exit: wait for the figure to settle
+    wait_for(lambda: reads.append(index_reads(conn)) or reads[-1] == reads[-2] != before,
+             timeout=10, what="the worker's index statistics")
+    assert reads[-1] - before < 20 * 1000, (before, reads)
+
+
+def index_reads(conn: psycopg.Connection[Any]) -> int:
+    """Entries read from job_ready_idx, as the statistics say now."""
+    time.sleep(0.3)
+    conn.execute("select pg_stat_clear_snapshot()")
+    row = conn.execute("select idx_tup_read from pg_stat_user_indexes where indexrelname = 'job_ready_idx'").fetchone()
+    assert row is not None
+    return int(row[0])

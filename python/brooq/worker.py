@@ -222,8 +222,9 @@ class Worker:
         self._gather_from: float | None = None  # when the first handler since the last claim finished
         self._last_done = 0.0
         # A claim came back with jobs but not full, and what it and later claims took may
-        # still be settled: each settle written asks for a claim (see _loop)
+        # still be settled: each settle written asks for a claim (see _loop) ...
         self._partial = False
+        self._freed = 0  # ... of at most one job per outcome written since the last claim
         self._next_reap = 0.0
         self._next_stats = 0.0
         self._next_check = 0.0
@@ -496,9 +497,10 @@ class Worker:
             now = time.monotonic()
             self._last_tick = now
             self._drain(now)
-            if self._settling.collect() and self._partial:
+            if (written := self._settling.collect()) and self._partial:
                 # settles may have made jobs ready that no enqueue notifies: an ordered
                 # group's next job, a max_in_flight slot freed. Claim again.
+                self._freed += written
                 self._more = True
             if self._settling.fatal is not None:  # the settling connection lacks a right
                 self._fatal = self._settling.fatal
@@ -731,25 +733,31 @@ class Worker:
         return (self._capacity - len(self._running)
                 - max(0, unsettled - UNSETTLED_CAPACITIES * self._capacity))
 
-    def _claim_args(self) -> list[Any]:
-        free = self._free()
-        return [self.name, list(self._handlers), free, self.config.lease]
-
     def _claim(self, conn: psycopg.Connection[Any], now: float) -> None:
-        args = self._claim_args()
-        notified = self._listener.take() and not self._more
+        noted = self._listener.take()
+        asked = self._free()
+        capped = bool(self._freed) and not noted and now < self._next_poll
+        if capped:
+            # only settles ask for this claim, and each made at most one job ready. Asking
+            # for more than is ready makes claim pass over every job of blocked ordered
+            # groups (brooq.claim, "Cost"): 0.7 s a claim with 100,000 jobs in 1,000 groups.
+            asked = min(asked, self._freed)
+        args = [self.name, list(self._handlers), asked, self.config.lease]
         jobs = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, args).fetchall()
-        self._claimed(now, args[2], jobs, notified)
+        self._claimed(now, asked, jobs, noted and not self._more, capped)
 
-    def _claimed(self, now: float, asked: int, jobs: list[Job], notified: bool) -> None:
+    def _claimed(self, now: float, asked: int, jobs: list[Job], notified: bool, capped: bool) -> None:
         self._gather_from = None
+        self._freed = 0
         self._listener.claimed(now, bool(jobs), notified)
-        self._more = len(jobs) == asked
-        if jobs:
+        # a capped claim that came back full says nothing of what else is ready: settles
+        # to come, a notification or the poll (which it leaves due) ask for the next one
+        self._more = len(jobs) == asked and not capped
+        if not capped:
             self._partial = len(jobs) < asked
-        elif not (self._running or self._settler or self._settling.in_flight):
+        if not (jobs or self._running or self._settler or self._settling.in_flight):
             self._partial = False  # nothing left whose settle could make a job ready
-        if not self._more:
+        if not (self._more or capped):
             self._next_poll = now + self._poll_every
         if not jobs:
             return
