@@ -3,8 +3,8 @@
 
 begin;
 
--- brooq.claim(text, text[], integer, interval): exists, SECURITY DEFINER with a pinned search_path and generic plans that probe indexes, granted to brooq_worker only.
-select 1 / (p.prosecdef and p.proconfig = array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan', 'enable_seqscan=off'])::int
+-- brooq.claim(text, text[], integer, interval): exists, SECURITY DEFINER with a pinned search_path and generic plans that probe indexes and are never JIT-compiled, granted to brooq_worker only.
+select 1 / (p.prosecdef and p.proconfig = array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan', 'enable_seqscan=off', 'jit=off'])::int
   from pg_catalog.pg_proc p where p.oid = 'brooq.claim(text, text[], integer, interval)'::regprocedure;
 select 1 / (count(*) = 0)::int from pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
  where p.oid = 'brooq.claim(text, text[], integer, interval)'::regprocedure and a.grantee = 0;
