@@ -120,7 +120,7 @@ security definer
 set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan  -- see docs/performance.md, "Generic plans"
 set enable_seqscan = off  -- a generic plan made on a near-empty table must still probe indexes
-set jit = off  -- a generic plan's estimates can pass jit_above_cost: ~80 ms of compiling per call
+set jit = off  -- a generic plan's estimates can pass jit_above_cost: 44-82 ms of compiling per call
 as $$
 declare
     v_now timestamptz := brooq._now();

@@ -72,7 +72,7 @@ select set_eq($$ select name from routine where 'enable_seqscan=off' = any(proco
     array['brooq.claim(text,text[],integer,interval)'],
     'the generic plan of claim never scans brooq.job whole');
 -- ... and never compiled: the generic plan of a claim from several topics was estimated
--- above jit_above_cost on a large table, and JIT compiled it at every call (~80 ms)
+-- above jit_above_cost on a large table, and JIT compiled it at every call (44-82 ms)
 select set_eq($$ select name from routine where 'jit=off' = any(proconfig) $$,
     array['brooq.claim(text,text[],integer,interval)'],
     'claim never compiles its plan with JIT');
