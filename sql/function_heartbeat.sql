@@ -46,6 +46,8 @@ language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan  -- see docs/performance.md, "Generic plans"
+set enable_seqscan = off  -- with brooq._heartbeat_rows: a plan made on a near-empty table probes job_pkey
+set jit = off  -- enable_seqscan = off can price a plan above jit_above_cost (see claim)
 as $$
 declare
     v_now timestamptz := brooq._now();
@@ -92,7 +94,7 @@ begin
        set locked_until = least(v_now + least(heartbeat.lease, t.max_lease),
                                 j.first_claimed_at + t.max_execution),
            progress = coalesce(u.progress, j.progress)
-      from unnest(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u(id, token, progress),
+      from brooq._heartbeat_rows(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u,
            brooq.topic t
      where j.id = u.id
        and j.state = 'processing'

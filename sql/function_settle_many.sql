@@ -68,6 +68,8 @@ language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan  -- see docs/performance.md, "Generic plans"
+set enable_seqscan = off  -- with brooq._settle_rows: a plan made on a near-empty table probes job_pkey
+set jit = off  -- enable_seqscan = off prices a scan of brooq.topic above jit_above_cost
 as $$
 declare
     v_now timestamptz := brooq._now();
@@ -170,9 +172,8 @@ begin
                locked_by = null,
                locked_until = null,
                updated_at = v_now
-          from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                      settle_many.errors, settle_many.delays, settle_many.results)
-                   as u(id, token, outcome, error, delay, result),
+          from brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                                  settle_many.errors, settle_many.delays, settle_many.results) as u,
                brooq.topic t
          where j.id = u.id
            and j.state = 'processing'
@@ -186,8 +187,8 @@ begin
             -- retain_done => false: the job is done and gone (its result is not
             -- stored, so not checked against max_payload_bytes)
             delete from brooq.job j
-             using unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes)
-                       as u(id, token, outcome),
+             using brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                                      settle_many.errors, settle_many.delays, settle_many.results) as u,
                    brooq.topic t
              where j.id = u.id
                and j.state = 'processing'
@@ -232,9 +233,8 @@ begin
                    locked_by = null,
                    locked_until = null,
                    updated_at = v_now
-              from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                          settle_many.errors, settle_many.delays, settle_many.results)
-                       as u(id, token, outcome, error, delay, result),
+              from brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                                      settle_many.errors, settle_many.delays, settle_many.results) as u,
                    brooq.topic t
              where j.id = u.id
                and j.state = 'processing'

@@ -893,120 +893,6 @@ comment on function brooq._available_at(timestamptz, timestamptz, interval) is
 
 revoke all on function brooq._available_at(timestamptz, timestamptz, interval) from public;
 
--- change function_heartbeat
-
--- brooq.heartbeat(worker, job_ids, lease, lease_tokens, progress) -> setof bigint
---
--- Renews the leases this worker still holds: locked_until = now + lease (at most
--- the topic's max_lease) for each listed job that is processing, locked by
--- `worker` and still under the claim that returned its lease token. An id missing
--- from the answer means the lease is lost (canceled, reaped, settled): stop its
--- handler and write nothing for it. Call it every lease/3. It also stores what the
--- handlers reported since the last heartbeat (progress), so that reporting costs
--- no round trip of its own.
---
--- max_execution (issue 12): for a topic with one, the lease is never renewed past
--- the job's execution deadline (first_claimed_at + max_execution), and once the
--- deadline has come the job is no longer renewed at all: its id is missing from the
--- answer, so a worker that did not stop the attempt itself stops it now, and the
--- next reap records the failure (see brooq.reap).
---
--- Parameters:
---   worker        the name given to claim
---   job_ids       bigint[] of held jobs, at most 10,000
---   lease         the new lease from now; > 0, no negative part; cut to the
---                 topic's max_lease
---   lease_tokens  bigint[] parallel to job_ids: the lease_token claim returned
---                 (required: the worker's name alone proves nothing)
---   progress      jsonb[] parallel to job_ids, or NULL: each job's new progress
---                 (e.g. {"fraction": 0.4, "message": "copying"}); a NULL element
---                 keeps what the job had. At most 4 kB each (bytes of the JSON text)
---
--- Returns: the ids whose lease was renewed, in no set order.
--- Errors:
---   22004 null_value_not_allowed   worker, job_ids, lease or lease_tokens is NULL
---   22023 invalid_parameter_value  lease not positive; lease_tokens or progress of
---                                  another length
---   54000 program_limit_exceeded   more than 10,000 job ids; a progress over 4 kB
--- Touches: updates up to cardinality(job_ids) rows of brooq.job.
--- The signature without progress (0.1.0's, and this change's before progress).
-drop function if exists brooq.heartbeat(text, bigint[], interval, bigint[]);
-
-create or replace function brooq.heartbeat(
-    worker text,
-    job_ids bigint[],
-    lease interval default '30 seconds',
-    lease_tokens bigint[] default null,
-    progress jsonb[] default null)
-returns setof bigint
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-set plan_cache_mode = force_generic_plan  -- see docs/performance.md, "Generic plans"
-as $$
-declare
-    v_now timestamptz := brooq._now();
-begin
-    if heartbeat.worker is null or heartbeat.job_ids is null or heartbeat.lease is null
-        or heartbeat.lease_tokens is null then
-        raise exception 'brooq.heartbeat: worker, job_ids, lease and lease_tokens must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Pass the worker name, the ids it holds and the lease_token claim returned for each.';
-    end if;
-    if heartbeat.lease <= interval '0' or not brooq._duration_ok(heartbeat.lease) then
-        raise exception 'invalid lease %', heartbeat.lease
-            using errcode = 'invalid_parameter_value',
-                  hint = 'The lease must be positive in every part, e.g. ''30 seconds''.';
-    end if;
-    if coalesce(cardinality(heartbeat.job_ids), 0) > 10000 then
-        raise exception 'brooq.heartbeat: % job ids in one call, more than 10000', cardinality(heartbeat.job_ids)
-            using errcode = 'program_limit_exceeded',
-                  hint = 'Renew at most 10000 leases per call.';
-    end if;
-    if heartbeat.progress is not null
-        and coalesce(cardinality(heartbeat.progress), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
-        raise exception 'progress has % elements, job_ids has %',
-                coalesce(cardinality(heartbeat.progress), 0), coalesce(cardinality(heartbeat.job_ids), 0)
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Give one progress per job id (NULL to keep a job''s), or NULL for none.';
-    end if;
-    if heartbeat.progress is not null
-        and exists (select from unnest(heartbeat.progress) as p(value) where octet_length(p.value::text) > 4096) then
-        raise exception 'brooq.heartbeat: a progress over 4096 bytes'
-            using errcode = 'program_limit_exceeded',
-                  hint = 'Report a fraction and a short message, e.g. {"fraction": 0.4, "message": "copying"}.';
-    end if;
-    if coalesce(cardinality(heartbeat.lease_tokens), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
-        raise exception 'lease_tokens has % elements, job_ids has %',
-                coalesce(cardinality(heartbeat.lease_tokens), 0), coalesce(cardinality(heartbeat.job_ids), 0)
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Give one lease token per job id: the lease_token claim returned.';
-    end if;
-
-    return query
-    update brooq.job j
-       -- least() skips NULL: without max_execution (or first_claimed_at), no bound
-       set locked_until = least(v_now + least(heartbeat.lease, t.max_lease),
-                                j.first_claimed_at + t.max_execution),
-           progress = coalesce(u.progress, j.progress)
-      from unnest(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u(id, token, progress),
-           brooq.topic t
-     where j.id = u.id
-       and j.state = 'processing'
-       and j.locked_by = heartbeat.worker
-       and j.lease_token = u.token
-       and t.name = j.topic
-       and (j.first_claimed_at + t.max_execution > v_now) is not false
-    returning j.id;
-end
-$$;
-
-comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
-
-revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
-grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;
-
 -- change private_result_too_large
 
 -- brooq._result_too_large(job_id, bytes, max_bytes, topic) -> jsonb (never returns)
@@ -1057,320 +943,6 @@ comment on table brooq.job_watch is
 'Jobs somebody waits on to become terminal (private: use brooq.watch and brooq.unwatch).';
 
 revoke all on table brooq.job_watch from public;
-
--- change function_settle_many
-
--- brooq.settle_many(worker, job_ids, lease_tokens, outcomes, errors, delays, results)
---   -> setof brooq.settled
---
--- Writes the outcome of many claimed jobs in one statement: the fast path for
--- workers. Arrays are parallel: element i of each belongs to job_ids[i].
--- Each write is fenced by the claim itself: state = 'processing', locked_by =
--- worker and lease_token = the token that claim returned. A job whose lease was
--- lost (canceled, reaped, claimed again, or already settled by this very call
--- repeated) is left untouched and missing from the result: that is a normal
--- answer, not an error, so the caller's own writes in the same transaction stay.
---
--- Outcomes:
---   done      -> done; result stored (at most the topic's max_payload_bytes, the
---                bytes of its JSON text). last_error keeps the previous failure, if any.
---   failed    -> failed, retried after the topic's backoff for this attempt;
---                dead if this was the last attempt (attempts >= max_attempts).
---   delay     -> failed, retried after least(delay, backoff_max); dead on the last
---                attempt all the same.
---   preserve  -> failed, the charged attempt is given back (attempts - 1), retried
---                after least(coalesce(delay, backoff_base), backoff_max); never dead.
---   cancel    -> canceled.
---   dead      -> dead at once, whatever attempts are left: the handler's verdict
---                that no attempt can succeed (a payload that does not fit its
---                type). A recorded failure: its error is required (non-empty; it
---                becomes last_error, the cause), attempts stay as claim charged them.
--- Retention policies of the job's topic (brooq.declare_topic):
---   retain_done => false     a job settled done is deleted by this very statement
---                            (reported as done all the same; its result is not
---                            stored); a job somebody watches (brooq.watch) is
---                            kept, so its waiter reads its fate.
---   retain_payload => false  the payload becomes 'null'::jsonb when the job becomes
---                            terminal (done, dead, canceled), by any outcome.
--- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
--- an outcome, so the job is no poison pill; see brooq.reap); errors[i], when given,
--- becomes last_error (cut to 2000 characters).
--- A watched job (brooq.watch) made terminal is announced with NOTIFY
--- brooq_settled, its id as payload.
---
--- Parameters:
---   worker        the name given to claim
---   job_ids       bigint[], no NULLs, no duplicates, at most 10,000
---   lease_tokens  bigint[], the lease_token of each job's claim
---   outcomes      text[], one of done, failed, delay, preserve, cancel, dead
---   errors        text[] or NULL; required (non-empty) where the outcome is dead
---   delays        interval[] or NULL; required (>= 0) where the outcome is delay
---   results       jsonb[] or NULL; stored for done
---
--- Returns: (id, new state) for each job that was settled; in no set order.
--- Errors:
---   22004 null_value_not_allowed   worker or a required array or element is NULL
---   22023 invalid_parameter_value  arrays of different lengths, duplicate ids,
---                                  an unknown outcome, a missing or negative delay,
---                                  dead without an error
---   54000 program_limit_exceeded   more than 10,000 jobs; a result larger than its
---                                  topic's max_payload_bytes (nothing is written)
--- Touches: updates (or, retain_done => false, deletes) up to cardinality(job_ids)
--- rows of brooq.job.
-create or replace function brooq.settle_many(
-    worker text,
-    job_ids bigint[],
-    lease_tokens bigint[],
-    outcomes text[],
-    errors text[] default null,
-    delays interval[] default null,
-    results jsonb[] default null)
-returns setof brooq.settled
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-set plan_cache_mode = force_generic_plan  -- see docs/performance.md, "Generic plans"
-as $$
-declare
-    v_now timestamptz := brooq._now();
-    v_n integer := coalesce(cardinality(settle_many.job_ids), 0);
-    v_bad record;
-begin
-    if settle_many.worker is null or settle_many.job_ids is null
-        or settle_many.lease_tokens is null or settle_many.outcomes is null then
-        raise exception 'brooq.settle_many: worker, job_ids, lease_tokens and outcomes must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Pass one element per job in job_ids, lease_tokens and outcomes (empty arrays for none).';
-    end if;
-    if coalesce(cardinality(settle_many.lease_tokens), 0) <> v_n
-        or coalesce(cardinality(settle_many.outcomes), 0) <> v_n
-        or coalesce(cardinality(settle_many.errors), v_n) <> v_n
-        or coalesce(cardinality(settle_many.delays), v_n) <> v_n
-        or coalesce(cardinality(settle_many.results), v_n) <> v_n then
-        raise exception 'brooq.settle_many: arrays of different lengths (% job ids)', v_n
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Give one lease_token, outcome (and error, delay, result when given) per job id.';
-    end if;
-
-    if v_n > 10000 then
-        raise exception 'brooq.settle_many: % jobs in one call, more than 10000', v_n
-            using errcode = 'program_limit_exceeded',
-                  hint = 'Settle at most 10000 jobs per call.';
-    end if;
-
-    select u.ord, u.id, u.token, u.outcome, u.delay, u.error,
-           count(*) over (partition by u.id) as copies
-      into v_bad
-      from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes, settle_many.delays,
-                  settle_many.errors)
-           with ordinality as u(id, token, outcome, delay, error, ord)
-     order by (u.id is null or u.token is null or u.outcome is null) desc,
-              (u.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel', 'dead')) is true desc,
-              (u.outcome = 'delay' and u.delay is null or u.delay < interval '0') is true desc,
-              (u.outcome = 'dead' and coalesce(btrim(u.error), '') = '') is true desc,
-              copies desc
-     limit 1;
-    if v_n > 0 and (v_bad.id is null or v_bad.token is null or v_bad.outcome is null) then
-        raise exception 'brooq.settle_many: element % has a NULL job id, lease token or outcome', v_bad.ord
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Give each job its id, the lease_token that claim returned, and an outcome.';
-    elsif v_n > 0 and v_bad.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel', 'dead') then
-        raise exception 'unknown outcome "%" for job %', left(v_bad.outcome, 40), v_bad.id
-            using errcode = 'invalid_parameter_value',
-                  hint = 'The outcome is one of done, failed, delay, preserve, cancel, dead.';
-    elsif v_n > 0 and (v_bad.outcome = 'delay' and v_bad.delay is null or v_bad.delay < interval '0') is true then
-        raise exception 'invalid delay % for job %', coalesce(v_bad.delay::text, 'NULL'), v_bad.id
-            using errcode = 'invalid_parameter_value',
-                  hint = 'The outcome delay needs a delay of zero or more, e.g. ''30 seconds''.';
-    elsif v_n > 0 and (v_bad.outcome = 'dead' and coalesce(btrim(v_bad.error), '') = '') is true then
-        raise exception 'outcome dead without an error for job %', v_bad.id
-            using errcode = 'invalid_parameter_value',
-                  hint = 'The outcome dead records why no attempt can succeed: give its error, e.g. ''payload does not fit Order: id: missing''.';
-    elsif v_n > 0 and v_bad.copies > 1 then
-        raise exception 'job % appears % times in one settle_many call', v_bad.id, v_bad.copies
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Settle each job once per call.';
-    end if;
-
-    -- One statement either way. A topic declared with retain_done => false (none, as
-    -- a rule: one probe of brooq.topic tells) takes the second form, where the jobs
-    -- it settles done are deleted instead of updated: the two sub-statements touch
-    -- disjoint rows (a job somebody watches is updated, so its waiter reads it).
-    if not exists (select from brooq.topic t where not t.retain_done) then
-        return query
-        update brooq.job j
-           set state = case
-                   when u.outcome = 'done' then 'done'
-                   when u.outcome = 'cancel' then 'canceled'
-                   when u.outcome = 'preserve' then 'failed'
-                   when u.outcome = 'dead' then 'dead'
-                   when j.attempts >= j.max_attempts then 'dead'
-                   else 'failed'
-               end,
-               attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
-               available_at = case
-                   when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
-                   when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
-                   when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
-                   else j.available_at
-               end,
-               result = case
-                   when u.outcome <> 'done' then j.result
-                   when octet_length(u.result::text) > t.max_payload_bytes
-                       then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
-                   else u.result
-               end,
-               -- retain_payload => false: the payload goes as the job becomes terminal
-               payload = case
-                   when t.retain_payload then j.payload
-                   when u.outcome in ('done', 'cancel', 'dead')
-                     or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
-                   else j.payload
-               end,
-               last_error = coalesce(left(u.error, 2000), j.last_error),
-               lease_losses = 0,
-               locked_by = null,
-               locked_until = null,
-               updated_at = v_now
-          from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                      settle_many.errors, settle_many.delays, settle_many.results)
-                   as u(id, token, outcome, error, delay, result),
-               brooq.topic t
-         where j.id = u.id
-           and j.state = 'processing'
-           and j.locked_by = settle_many.worker
-           and j.lease_token = u.token
-           and t.name = j.topic
-        returning j.id, j.state;
-    else
-        return query
-        with dropped as (
-            -- retain_done => false: the job is done and gone (its result is not
-            -- stored, so not checked against max_payload_bytes)
-            delete from brooq.job j
-             using unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes)
-                       as u(id, token, outcome),
-                   brooq.topic t
-             where j.id = u.id
-               and j.state = 'processing'
-               and j.locked_by = settle_many.worker
-               and j.lease_token = u.token
-               and t.name = j.topic
-               and u.outcome = 'done' and not t.retain_done
-               and not exists (select from brooq.job_watch w where w.job_id = j.id)
-            returning j.id, 'done'::brooq.job_state as state
-        ),
-        kept as (
-            update brooq.job j
-               set state = case
-                       when u.outcome = 'done' then 'done'
-                       when u.outcome = 'cancel' then 'canceled'
-                       when u.outcome = 'preserve' then 'failed'
-                       when u.outcome = 'dead' then 'dead'
-                       when j.attempts >= j.max_attempts then 'dead'
-                       else 'failed'
-                   end,
-                   attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
-                   available_at = case
-                       when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
-                       when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
-                       when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
-                       else j.available_at
-                   end,
-                   result = case
-                       when u.outcome <> 'done' then j.result
-                       when octet_length(u.result::text) > t.max_payload_bytes
-                           then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
-                       else u.result
-                   end,
-                   payload = case
-                       when t.retain_payload then j.payload
-                       when u.outcome in ('done', 'cancel', 'dead')
-                         or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
-                       else j.payload
-                   end,
-                   last_error = coalesce(left(u.error, 2000), j.last_error),
-                   lease_losses = 0,
-                   locked_by = null,
-                   locked_until = null,
-                   updated_at = v_now
-              from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                          settle_many.errors, settle_many.delays, settle_many.results)
-                       as u(id, token, outcome, error, delay, result),
-                   brooq.topic t
-             where j.id = u.id
-               and j.state = 'processing'
-               and j.locked_by = settle_many.worker
-               and j.lease_token = u.token
-               and t.name = j.topic
-               -- the rows of dropped, in the same snapshot: the two never meet
-               and not (u.outcome = 'done' and not t.retain_done
-                        and not exists (select from brooq.job_watch w where w.job_id = j.id))
-            returning j.id, j.state
-        )
-        select d.id, d.state from dropped d
-        union all
-        select k.id, k.state from kept k;
-    end if;
-
-    -- Wake brooq.wait's waiters of the jobs this call made terminal (none watching,
-    -- the usual case: one probe of an empty table, and no NOTIFY).
-    if exists (select from brooq.job_watch) then
-        perform pg_notify('brooq_settled', w.job_id::text)
-           from (select distinct w.job_id
-                   from brooq.job_watch w
-                   join brooq.job j on j.id = w.job_id
-                  where w.job_id = any(settle_many.job_ids)
-                    and j.state in ('done', 'dead', 'canceled')) as w;
-    end if;
-end
-$$;
-
-comment on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) is
-'Settle many claimed jobs in one statement (outcomes done, failed, delay, preserve, cancel, dead), fenced by worker and lease_token; jobs whose lease was lost are skipped. dead makes a job dead at once, its error (required) recorded. Errors: 22004 NULL argument, 22023 bad arrays or outcome (dead without an error), 54000 more than 10000 jobs or a result above max_payload_bytes.';
-
-revoke all on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) from public;
-grant execute on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) to brooq_worker;
-
--- change function_settle
-
--- brooq.settle(job_id, worker, lease_token, outcome, error, delay, result)
---   -> brooq.job_state
---
--- Writes the outcome of one claimed job: the same rules as brooq.settle_many,
--- which does the work (outcomes done, failed, delay, preserve, cancel).
---
--- Returns: the job's new state, or NULL when the lease is no longer this claim's
--- (canceled, reaped, claimed again, or this settle already happened: a repeat
--- changes nothing). NULL rather than an error, so that a lost lease does not roll
--- back the caller's own writes in the same transaction: check it, and roll back
--- yourself if your writes depend on the outcome.
--- Errors: as brooq.settle_many (22004, 22023).
--- Touches: updates at most one row of brooq.job.
-create or replace function brooq.settle(
-    job_id bigint,
-    worker text,
-    lease_token bigint,
-    outcome text,
-    error text default null,
-    delay interval default null,
-    result jsonb default null)
-returns brooq.job_state
-language sql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-    select s.state
-      from brooq.settle_many(settle.worker, array[settle.job_id], array[settle.lease_token],
-                             array[settle.outcome], array[settle.error], array[settle.delay],
-                             array[settle.result]) as s
-$$;
-
-comment on function brooq.settle(bigint, text, bigint, text, text, interval, jsonb) is
-'Settle one claimed job (done, failed, delay, preserve, cancel); returns the new state, or NULL when the lease was lost. Errors: 22004, 22023.';
-
-revoke all on function brooq.settle(bigint, text, bigint, text, text, interval, jsonb) from public;
-grant execute on function brooq.settle(bigint, text, bigint, text, text, interval, jsonb) to brooq_worker;
 
 -- change function_cancel
 
@@ -2918,6 +2490,491 @@ revoke all on function brooq.schedule_maintenance(text, text) from public;
 revoke all on function brooq.unschedule_maintenance() from public;
 grant execute on function brooq.schedule_maintenance(text, text) to brooq_admin;
 grant execute on function brooq.unschedule_maintenance() to brooq_admin;
+
+-- change private_rows
+
+-- brooq._settle_rows(job_ids, lease_tokens, outcomes, errors, delays, results)
+--   -> setof (id, token, outcome, error, delay, result)
+-- brooq._heartbeat_rows(ids, tokens, progresses) -> setof (id, token, progress)
+--
+-- unnest() of settle_many's and heartbeat's parallel arrays, with a planner
+-- estimate of one row (ROWS 1) instead of unnest's ten. Both callers run on a
+-- generic plan made once per session (docs/performance.md, "Generic plans"),
+-- maybe while brooq.job's statistics said "empty": with unnest, the plan then
+-- drove the join from brooq.job, one scan of the whole table per call as it grew
+-- (a settle of 5 jobs: 9.9 ms with 100,000 rows). Estimated at one row, the
+-- arguments drive, and each job is one probe of job_pkey (0.65 ms), whatever the
+-- statistics said. A PL/pgSQL function, because the planner inlines a SQL one
+-- and its estimate with it.
+--
+-- Private: settle_many and heartbeat call them; no role may.
+create or replace function brooq._settle_rows(
+    job_ids bigint[], lease_tokens bigint[], outcomes text[],
+    errors text[], delays interval[], results jsonb[])
+returns table (id bigint, token bigint, outcome text, error text, delay interval, result jsonb)
+language plpgsql
+immutable
+parallel safe
+rows 1
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return query select * from unnest(job_ids, lease_tokens, outcomes, errors, delays, results);
+end
+$$;
+
+comment on function brooq._settle_rows(bigint[], bigint[], text[], text[], interval[], jsonb[]) is
+'Private: unnest of settle_many''s arrays, estimated at one row, so that its generic plan probes job_pkey per job.';
+
+revoke all on function brooq._settle_rows(bigint[], bigint[], text[], text[], interval[], jsonb[]) from public;
+
+create or replace function brooq._heartbeat_rows(ids bigint[], tokens bigint[], progresses jsonb[])
+returns table (id bigint, token bigint, progress jsonb)
+language plpgsql
+immutable
+parallel safe
+rows 1
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return query select * from unnest(ids, tokens, progresses);
+end
+$$;
+
+comment on function brooq._heartbeat_rows(bigint[], bigint[], jsonb[]) is
+'Private: unnest of heartbeat''s arrays, estimated at one row, so that its generic plan probes job_pkey per job.';
+
+revoke all on function brooq._heartbeat_rows(bigint[], bigint[], jsonb[]) from public;
+
+-- change function_settle_many
+
+-- brooq.settle_many(worker, job_ids, lease_tokens, outcomes, errors, delays, results)
+--   -> setof brooq.settled
+--
+-- Writes the outcome of many claimed jobs in one statement: the fast path for
+-- workers. Arrays are parallel: element i of each belongs to job_ids[i].
+-- Each write is fenced by the claim itself: state = 'processing', locked_by =
+-- worker and lease_token = the token that claim returned. A job whose lease was
+-- lost (canceled, reaped, claimed again, or already settled by this very call
+-- repeated) is left untouched and missing from the result: that is a normal
+-- answer, not an error, so the caller's own writes in the same transaction stay.
+--
+-- Outcomes:
+--   done      -> done; result stored (at most the topic's max_payload_bytes, the
+--                bytes of its JSON text). last_error keeps the previous failure, if any.
+--   failed    -> failed, retried after the topic's backoff for this attempt;
+--                dead if this was the last attempt (attempts >= max_attempts).
+--   delay     -> failed, retried after least(delay, backoff_max); dead on the last
+--                attempt all the same.
+--   preserve  -> failed, the charged attempt is given back (attempts - 1), retried
+--                after least(coalesce(delay, backoff_base), backoff_max); never dead.
+--   cancel    -> canceled.
+--   dead      -> dead at once, whatever attempts are left: the handler's verdict
+--                that no attempt can succeed (a payload that does not fit its
+--                type). A recorded failure: its error is required (non-empty; it
+--                becomes last_error, the cause), attempts stay as claim charged them.
+-- Retention policies of the job's topic (brooq.declare_topic):
+--   retain_done => false     a job settled done is deleted by this very statement
+--                            (reported as done all the same; its result is not
+--                            stored); a job somebody watches (brooq.watch) is
+--                            kept, so its waiter reads its fate.
+--   retain_payload => false  the payload becomes 'null'::jsonb when the job becomes
+--                            terminal (done, dead, canceled), by any outcome.
+-- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
+-- an outcome, so the job is no poison pill; see brooq.reap); errors[i], when given,
+-- becomes last_error (cut to 2000 characters).
+-- A watched job (brooq.watch) made terminal is announced with NOTIFY
+-- brooq_settled, its id as payload.
+--
+-- Parameters:
+--   worker        the name given to claim
+--   job_ids       bigint[], no NULLs, no duplicates, at most 10,000
+--   lease_tokens  bigint[], the lease_token of each job's claim
+--   outcomes      text[], one of done, failed, delay, preserve, cancel, dead
+--   errors        text[] or NULL; required (non-empty) where the outcome is dead
+--   delays        interval[] or NULL; required (>= 0) where the outcome is delay
+--   results       jsonb[] or NULL; stored for done
+--
+-- Returns: (id, new state) for each job that was settled; in no set order.
+-- Errors:
+--   22004 null_value_not_allowed   worker or a required array or element is NULL
+--   22023 invalid_parameter_value  arrays of different lengths, duplicate ids,
+--                                  an unknown outcome, a missing or negative delay,
+--                                  dead without an error
+--   54000 program_limit_exceeded   more than 10,000 jobs; a result larger than its
+--                                  topic's max_payload_bytes (nothing is written)
+-- Touches: updates (or, retain_done => false, deletes) up to cardinality(job_ids)
+-- rows of brooq.job.
+create or replace function brooq.settle_many(
+    worker text,
+    job_ids bigint[],
+    lease_tokens bigint[],
+    outcomes text[],
+    errors text[] default null,
+    delays interval[] default null,
+    results jsonb[] default null)
+returns setof brooq.settled
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan  -- see docs/performance.md, "Generic plans"
+set enable_seqscan = off  -- with brooq._settle_rows: a plan made on a near-empty table probes job_pkey
+set jit = off  -- enable_seqscan = off prices a scan of brooq.topic above jit_above_cost
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_n integer := coalesce(cardinality(settle_many.job_ids), 0);
+    v_bad record;
+begin
+    if settle_many.worker is null or settle_many.job_ids is null
+        or settle_many.lease_tokens is null or settle_many.outcomes is null then
+        raise exception 'brooq.settle_many: worker, job_ids, lease_tokens and outcomes must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass one element per job in job_ids, lease_tokens and outcomes (empty arrays for none).';
+    end if;
+    if coalesce(cardinality(settle_many.lease_tokens), 0) <> v_n
+        or coalesce(cardinality(settle_many.outcomes), 0) <> v_n
+        or coalesce(cardinality(settle_many.errors), v_n) <> v_n
+        or coalesce(cardinality(settle_many.delays), v_n) <> v_n
+        or coalesce(cardinality(settle_many.results), v_n) <> v_n then
+        raise exception 'brooq.settle_many: arrays of different lengths (% job ids)', v_n
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one lease_token, outcome (and error, delay, result when given) per job id.';
+    end if;
+
+    if v_n > 10000 then
+        raise exception 'brooq.settle_many: % jobs in one call, more than 10000', v_n
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Settle at most 10000 jobs per call.';
+    end if;
+
+    select u.ord, u.id, u.token, u.outcome, u.delay, u.error,
+           count(*) over (partition by u.id) as copies
+      into v_bad
+      from unnest(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes, settle_many.delays,
+                  settle_many.errors)
+           with ordinality as u(id, token, outcome, delay, error, ord)
+     order by (u.id is null or u.token is null or u.outcome is null) desc,
+              (u.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel', 'dead')) is true desc,
+              (u.outcome = 'delay' and u.delay is null or u.delay < interval '0') is true desc,
+              (u.outcome = 'dead' and coalesce(btrim(u.error), '') = '') is true desc,
+              copies desc
+     limit 1;
+    if v_n > 0 and (v_bad.id is null or v_bad.token is null or v_bad.outcome is null) then
+        raise exception 'brooq.settle_many: element % has a NULL job id, lease token or outcome', v_bad.ord
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Give each job its id, the lease_token that claim returned, and an outcome.';
+    elsif v_n > 0 and v_bad.outcome not in ('done', 'failed', 'delay', 'preserve', 'cancel', 'dead') then
+        raise exception 'unknown outcome "%" for job %', left(v_bad.outcome, 40), v_bad.id
+            using errcode = 'invalid_parameter_value',
+                  hint = 'The outcome is one of done, failed, delay, preserve, cancel, dead.';
+    elsif v_n > 0 and (v_bad.outcome = 'delay' and v_bad.delay is null or v_bad.delay < interval '0') is true then
+        raise exception 'invalid delay % for job %', coalesce(v_bad.delay::text, 'NULL'), v_bad.id
+            using errcode = 'invalid_parameter_value',
+                  hint = 'The outcome delay needs a delay of zero or more, e.g. ''30 seconds''.';
+    elsif v_n > 0 and (v_bad.outcome = 'dead' and coalesce(btrim(v_bad.error), '') = '') is true then
+        raise exception 'outcome dead without an error for job %', v_bad.id
+            using errcode = 'invalid_parameter_value',
+                  hint = 'The outcome dead records why no attempt can succeed: give its error, e.g. ''payload does not fit Order: id: missing''.';
+    elsif v_n > 0 and v_bad.copies > 1 then
+        raise exception 'job % appears % times in one settle_many call', v_bad.id, v_bad.copies
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Settle each job once per call.';
+    end if;
+
+    -- One statement either way. A topic declared with retain_done => false (none, as
+    -- a rule: one probe of brooq.topic tells) takes the second form, where the jobs
+    -- it settles done are deleted instead of updated: the two sub-statements touch
+    -- disjoint rows (a job somebody watches is updated, so its waiter reads it).
+    if not exists (select from brooq.topic t where not t.retain_done) then
+        return query
+        update brooq.job j
+           set state = case
+                   when u.outcome = 'done' then 'done'
+                   when u.outcome = 'cancel' then 'canceled'
+                   when u.outcome = 'preserve' then 'failed'
+                   when u.outcome = 'dead' then 'dead'
+                   when j.attempts >= j.max_attempts then 'dead'
+                   else 'failed'
+               end,
+               attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
+               available_at = case
+                   when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
+                   when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
+                   when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
+                   else j.available_at
+               end,
+               result = case
+                   when u.outcome <> 'done' then j.result
+                   when octet_length(u.result::text) > t.max_payload_bytes
+                       then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
+                   else u.result
+               end,
+               -- retain_payload => false: the payload goes as the job becomes terminal
+               payload = case
+                   when t.retain_payload then j.payload
+                   when u.outcome in ('done', 'cancel', 'dead')
+                     or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
+                   else j.payload
+               end,
+               last_error = coalesce(left(u.error, 2000), j.last_error),
+               lease_losses = 0,
+               locked_by = null,
+               locked_until = null,
+               updated_at = v_now
+          from brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                                  settle_many.errors, settle_many.delays, settle_many.results) as u,
+               brooq.topic t
+         where j.id = u.id
+           and j.state = 'processing'
+           and j.locked_by = settle_many.worker
+           and j.lease_token = u.token
+           and t.name = j.topic
+        returning j.id, j.state;
+    else
+        return query
+        with dropped as (
+            -- retain_done => false: the job is done and gone (its result is not
+            -- stored, so not checked against max_payload_bytes)
+            delete from brooq.job j
+             using brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                                      settle_many.errors, settle_many.delays, settle_many.results) as u,
+                   brooq.topic t
+             where j.id = u.id
+               and j.state = 'processing'
+               and j.locked_by = settle_many.worker
+               and j.lease_token = u.token
+               and t.name = j.topic
+               and u.outcome = 'done' and not t.retain_done
+               and not exists (select from brooq.job_watch w where w.job_id = j.id)
+            returning j.id, 'done'::brooq.job_state as state
+        ),
+        kept as (
+            update brooq.job j
+               set state = case
+                       when u.outcome = 'done' then 'done'
+                       when u.outcome = 'cancel' then 'canceled'
+                       when u.outcome = 'preserve' then 'failed'
+                       when u.outcome = 'dead' then 'dead'
+                       when j.attempts >= j.max_attempts then 'dead'
+                       else 'failed'
+                   end,
+                   attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
+                   available_at = case
+                       when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
+                       when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
+                       when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
+                       else j.available_at
+                   end,
+                   result = case
+                       when u.outcome <> 'done' then j.result
+                       when octet_length(u.result::text) > t.max_payload_bytes
+                           then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
+                       else u.result
+                   end,
+                   payload = case
+                       when t.retain_payload then j.payload
+                       when u.outcome in ('done', 'cancel', 'dead')
+                         or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
+                       else j.payload
+                   end,
+                   last_error = coalesce(left(u.error, 2000), j.last_error),
+                   lease_losses = 0,
+                   locked_by = null,
+                   locked_until = null,
+                   updated_at = v_now
+              from brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                                      settle_many.errors, settle_many.delays, settle_many.results) as u,
+                   brooq.topic t
+             where j.id = u.id
+               and j.state = 'processing'
+               and j.locked_by = settle_many.worker
+               and j.lease_token = u.token
+               and t.name = j.topic
+               -- the rows of dropped, in the same snapshot: the two never meet
+               and not (u.outcome = 'done' and not t.retain_done
+                        and not exists (select from brooq.job_watch w where w.job_id = j.id))
+            returning j.id, j.state
+        )
+        select d.id, d.state from dropped d
+        union all
+        select k.id, k.state from kept k;
+    end if;
+
+    -- Wake brooq.wait's waiters of the jobs this call made terminal (none watching,
+    -- the usual case: one probe of an empty table, and no NOTIFY).
+    if exists (select from brooq.job_watch) then
+        perform pg_notify('brooq_settled', w.job_id::text)
+           from (select distinct w.job_id
+                   from brooq.job_watch w
+                   join brooq.job j on j.id = w.job_id
+                  where w.job_id = any(settle_many.job_ids)
+                    and j.state in ('done', 'dead', 'canceled')) as w;
+    end if;
+end
+$$;
+
+comment on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) is
+'Settle many claimed jobs in one statement (outcomes done, failed, delay, preserve, cancel, dead), fenced by worker and lease_token; jobs whose lease was lost are skipped. dead makes a job dead at once, its error (required) recorded. Errors: 22004 NULL argument, 22023 bad arrays or outcome (dead without an error), 54000 more than 10000 jobs or a result above max_payload_bytes.';
+
+revoke all on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) from public;
+grant execute on function brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[]) to brooq_worker;
+
+-- change function_settle
+
+-- brooq.settle(job_id, worker, lease_token, outcome, error, delay, result)
+--   -> brooq.job_state
+--
+-- Writes the outcome of one claimed job: the same rules as brooq.settle_many,
+-- which does the work (outcomes done, failed, delay, preserve, cancel).
+--
+-- Returns: the job's new state, or NULL when the lease is no longer this claim's
+-- (canceled, reaped, claimed again, or this settle already happened: a repeat
+-- changes nothing). NULL rather than an error, so that a lost lease does not roll
+-- back the caller's own writes in the same transaction: check it, and roll back
+-- yourself if your writes depend on the outcome.
+-- Errors: as brooq.settle_many (22004, 22023).
+-- Touches: updates at most one row of brooq.job.
+create or replace function brooq.settle(
+    job_id bigint,
+    worker text,
+    lease_token bigint,
+    outcome text,
+    error text default null,
+    delay interval default null,
+    result jsonb default null)
+returns brooq.job_state
+language sql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+    select s.state
+      from brooq.settle_many(settle.worker, array[settle.job_id], array[settle.lease_token],
+                             array[settle.outcome], array[settle.error], array[settle.delay],
+                             array[settle.result]) as s
+$$;
+
+comment on function brooq.settle(bigint, text, bigint, text, text, interval, jsonb) is
+'Settle one claimed job (done, failed, delay, preserve, cancel); returns the new state, or NULL when the lease was lost. Errors: 22004, 22023.';
+
+revoke all on function brooq.settle(bigint, text, bigint, text, text, interval, jsonb) from public;
+grant execute on function brooq.settle(bigint, text, bigint, text, text, interval, jsonb) to brooq_worker;
+
+-- change function_heartbeat
+
+-- brooq.heartbeat(worker, job_ids, lease, lease_tokens, progress) -> setof bigint
+--
+-- Renews the leases this worker still holds: locked_until = now + lease (at most
+-- the topic's max_lease) for each listed job that is processing, locked by
+-- `worker` and still under the claim that returned its lease token. An id missing
+-- from the answer means the lease is lost (canceled, reaped, settled): stop its
+-- handler and write nothing for it. Call it every lease/3. It also stores what the
+-- handlers reported since the last heartbeat (progress), so that reporting costs
+-- no round trip of its own.
+--
+-- max_execution (issue 12): for a topic with one, the lease is never renewed past
+-- the job's execution deadline (first_claimed_at + max_execution), and once the
+-- deadline has come the job is no longer renewed at all: its id is missing from the
+-- answer, so a worker that did not stop the attempt itself stops it now, and the
+-- next reap records the failure (see brooq.reap).
+--
+-- Parameters:
+--   worker        the name given to claim
+--   job_ids       bigint[] of held jobs, at most 10,000
+--   lease         the new lease from now; > 0, no negative part; cut to the
+--                 topic's max_lease
+--   lease_tokens  bigint[] parallel to job_ids: the lease_token claim returned
+--                 (required: the worker's name alone proves nothing)
+--   progress      jsonb[] parallel to job_ids, or NULL: each job's new progress
+--                 (e.g. {"fraction": 0.4, "message": "copying"}); a NULL element
+--                 keeps what the job had. At most 4 kB each (bytes of the JSON text)
+--
+-- Returns: the ids whose lease was renewed, in no set order.
+-- Errors:
+--   22004 null_value_not_allowed   worker, job_ids, lease or lease_tokens is NULL
+--   22023 invalid_parameter_value  lease not positive; lease_tokens or progress of
+--                                  another length
+--   54000 program_limit_exceeded   more than 10,000 job ids; a progress over 4 kB
+-- Touches: updates up to cardinality(job_ids) rows of brooq.job.
+-- The signature without progress (0.1.0's, and this change's before progress).
+drop function if exists brooq.heartbeat(text, bigint[], interval, bigint[]);
+
+create or replace function brooq.heartbeat(
+    worker text,
+    job_ids bigint[],
+    lease interval default '30 seconds',
+    lease_tokens bigint[] default null,
+    progress jsonb[] default null)
+returns setof bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan  -- see docs/performance.md, "Generic plans"
+set enable_seqscan = off  -- with brooq._heartbeat_rows: a plan made on a near-empty table probes job_pkey
+set jit = off  -- enable_seqscan = off can price a plan above jit_above_cost (see claim)
+as $$
+declare
+    v_now timestamptz := brooq._now();
+begin
+    if heartbeat.worker is null or heartbeat.job_ids is null or heartbeat.lease is null
+        or heartbeat.lease_tokens is null then
+        raise exception 'brooq.heartbeat: worker, job_ids, lease and lease_tokens must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the worker name, the ids it holds and the lease_token claim returned for each.';
+    end if;
+    if heartbeat.lease <= interval '0' or not brooq._duration_ok(heartbeat.lease) then
+        raise exception 'invalid lease %', heartbeat.lease
+            using errcode = 'invalid_parameter_value',
+                  hint = 'The lease must be positive in every part, e.g. ''30 seconds''.';
+    end if;
+    if coalesce(cardinality(heartbeat.job_ids), 0) > 10000 then
+        raise exception 'brooq.heartbeat: % job ids in one call, more than 10000', cardinality(heartbeat.job_ids)
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Renew at most 10000 leases per call.';
+    end if;
+    if heartbeat.progress is not null
+        and coalesce(cardinality(heartbeat.progress), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
+        raise exception 'progress has % elements, job_ids has %',
+                coalesce(cardinality(heartbeat.progress), 0), coalesce(cardinality(heartbeat.job_ids), 0)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one progress per job id (NULL to keep a job''s), or NULL for none.';
+    end if;
+    if heartbeat.progress is not null
+        and exists (select from unnest(heartbeat.progress) as p(value) where octet_length(p.value::text) > 4096) then
+        raise exception 'brooq.heartbeat: a progress over 4096 bytes'
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Report a fraction and a short message, e.g. {"fraction": 0.4, "message": "copying"}.';
+    end if;
+    if coalesce(cardinality(heartbeat.lease_tokens), 0) <> coalesce(cardinality(heartbeat.job_ids), 0) then
+        raise exception 'lease_tokens has % elements, job_ids has %',
+                coalesce(cardinality(heartbeat.lease_tokens), 0), coalesce(cardinality(heartbeat.job_ids), 0)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give one lease token per job id: the lease_token claim returned.';
+    end if;
+
+    return query
+    update brooq.job j
+       -- least() skips NULL: without max_execution (or first_claimed_at), no bound
+       set locked_until = least(v_now + least(heartbeat.lease, t.max_lease),
+                                j.first_claimed_at + t.max_execution),
+           progress = coalesce(u.progress, j.progress)
+      from brooq._heartbeat_rows(heartbeat.job_ids, heartbeat.lease_tokens, heartbeat.progress) as u,
+           brooq.topic t
+     where j.id = u.id
+       and j.state = 'processing'
+       and j.locked_by = heartbeat.worker
+       and j.lease_token = u.token
+       and t.name = j.topic
+       and (j.first_claimed_at + t.max_execution > v_now) is not false
+    returning j.id;
+end
+$$;
+
+comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
+
+revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
+grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;
 
 -- change function_retry
 

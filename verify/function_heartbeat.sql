@@ -3,8 +3,8 @@
 
 begin;
 
--- brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]): exists, SECURITY DEFINER with a pinned search_path and generic plans, granted to brooq_worker only.
-select 1 / (p.prosecdef and p.proconfig = array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan'])::int
+-- brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]): exists, SECURITY DEFINER with a pinned search_path and generic plans that never scan brooq.job whole nor JIT, granted to brooq_worker only.
+select 1 / (p.prosecdef and p.proconfig = array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan', 'enable_seqscan=off', 'jit=off'])::int
   from pg_catalog.pg_proc p where p.oid = 'brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[])'::regprocedure;
 select 1 / (count(*) = 0)::int from pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
  where p.oid = 'brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[])'::regprocedure and a.grantee = 0;

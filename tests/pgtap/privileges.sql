@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(229);
+select plan(237);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -56,7 +56,9 @@ insert into matrix values
     ('brooq._require_pg_cron()', false, false, false),
     ('brooq._duration_ok(interval)', false, false, false),
     ('brooq._result_too_large(bigint, integer, integer, text)', false, false, false),
-    ('brooq._trace_context(jsonb, text)', false, false, false);
+    ('brooq._trace_context(jsonb, text)', false, false, false),
+    ('brooq._settle_rows(bigint[], bigint[], text[], text[], interval[], jsonb[])', false, false, false),
+    ('brooq._heartbeat_rows(bigint[], bigint[], jsonb[])', false, false, false);
 
 select set_eq($$ select oid::regprocedure::text from pg_proc where pronamespace = 'brooq'::regnamespace $$,
     $$ select routine::text from matrix $$, 'the matrix covers every routine in schema brooq');
