@@ -16,6 +16,7 @@ compiled the statement at every call (44-82 ms against 0.76 ms).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -29,10 +30,19 @@ def seq_scans_of_job(conn: psycopg.Connection[Any]) -> int:
     return int(row[0])
 
 
+def planned_on_an_empty_table(conn: psycopg.Connection[Any], calls: Callable[[int], None]) -> None:
+    """Make this session's generic plans with ``calls(3)`` while brooq.job's statistics
+    say it is empty, then grow it to 20,000 rows, not analyzed (no autovacuum this fast)."""
+    conn.execute("vacuum analyze brooq.job")
+    conn.execute("select count(*) from brooq.enqueue_many('t', array_fill('{}'::jsonb, array[3]))")
+    calls(3)
+    for _ in range(2):
+        conn.execute("select count(*) from brooq.enqueue_many('t', array_fill('{}'::jsonb, array[10000]))")
+
+
 def test_a_claim_planned_on_an_empty_table_still_probes_indexes_once_it_has_grown(db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute("select brooq.declare_topic('t')")
-        conn.execute("vacuum analyze brooq.job")  # the statistics say: empty
 
         def claim(n: int) -> None:
             """A claim of n jobs in this session (its plan), settled."""
@@ -42,10 +52,7 @@ def test_a_claim_planned_on_an_empty_table_still_probes_indexes_once_it_has_grow
             conn.execute("select count(*) from brooq.settle_many('w', %s, %s, %s)",
                          [[r[0] for r in rows], [r[1] for r in rows], ["done"] * n])
 
-        conn.execute("select count(*) from brooq.enqueue_many('t', array_fill('{}'::jsonb, array[3]))")
-        claim(3)  # the generic plan is made now, on the empty table's statistics
-        for _ in range(2):  # 20,000 rows, not analyzed (no autovacuum this fast)
-            conn.execute("select count(*) from brooq.enqueue_many('t', array_fill('{}'::jsonb, array[10000]))")
+        planned_on_an_empty_table(conn, claim)
         with conn.transaction():
             before = seq_scans_of_job(conn)
             conn.execute("select count(*) from brooq.claim('w', array['t'], 100, '30s')")
@@ -58,7 +65,6 @@ def test_heartbeat_and_settle_many_planned_on_an_empty_table_still_probe_indexes
     """retain_done => false takes settle_many's other statement (delete, then update)."""
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute("select brooq.declare_topic('t', retain_done => %s)", [retain_done])
-        conn.execute("vacuum analyze brooq.job")  # the statistics say: empty
 
         def claim_renew_settle(n: int) -> None:
             rows = conn.execute("select id, lease_token from brooq.claim('w', array['t'], %s, '30s')",
@@ -70,10 +76,7 @@ def test_heartbeat_and_settle_many_planned_on_an_empty_table_still_probe_indexes
                                    [ids, tokens, ["done"] * n]).fetchone()
             assert len(rows) == n and renewed == (n,) and settled == (n,)
 
-        conn.execute("select count(*) from brooq.enqueue_many('t', array_fill('{}'::jsonb, array[3]))")
-        claim_renew_settle(3)  # their generic plans are made now, on the empty table's statistics
-        for _ in range(2):  # 20,000 rows, not analyzed (no autovacuum this fast)
-            conn.execute("select count(*) from brooq.enqueue_many('t', array_fill('{}'::jsonb, array[10000]))")
+        planned_on_an_empty_table(conn, claim_renew_settle)
         with conn.transaction():
             before = seq_scans_of_job(conn)
             claim_renew_settle(5)
