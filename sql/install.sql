@@ -2574,7 +2574,7 @@ revoke all on function brooq._heartbeat_rows(bigint[], bigint[], jsonb[]) from p
 --                type). A recorded failure: its error is required (non-empty; it
 --                becomes last_error, the cause), attempts stay as claim charged them.
 -- Retention policies of the job's topic (brooq.declare_topic):
---   retain_done => false     a job settled done is deleted by this very statement
+--   retain_done => false     a job settled done is deleted by this very call
 --                            (reported as done all the same; its result is not
 --                            stored); a job somebody watches (brooq.watch) is
 --                            kept, so its waiter reads its fate.
@@ -2625,6 +2625,7 @@ declare
     v_now timestamptz := brooq._now();
     v_n integer := coalesce(cardinality(settle_many.job_ids), 0);
     v_bad record;
+    v_dropped integer := 0;
 begin
     if settle_many.worker is null or settle_many.job_ids is null
         or settle_many.lease_tokens is null or settle_many.outcomes is null then
@@ -2682,11 +2683,29 @@ begin
                   hint = 'Settle each job once per call.';
     end if;
 
-    -- One statement either way. A topic declared with retain_done => false (none, as
-    -- a rule: one probe of brooq.topic tells) takes the second form, where the jobs
-    -- it settles done are deleted instead of updated: the two sub-statements touch
-    -- disjoint rows (a job somebody watches is updated, so its waiter reads it).
-    if not exists (select from brooq.topic t where not t.retain_done) then
+    -- A topic declared with retain_done => false (none, as a rule: one probe of
+    -- brooq.topic tells): the jobs of such a topic settled done are deleted first,
+    -- unless somebody watches one (brooq.watch: it is updated, so its waiter reads
+    -- its fate). Their results are not stored, so not checked against
+    -- max_payload_bytes. The update below, a statement of its own, no longer sees
+    -- them, and is skipped when nothing is left (a drain of such a topic).
+    if exists (select from brooq.topic t where not t.retain_done) then
+        return query
+        delete from brooq.job j
+         using brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                                  settle_many.errors, settle_many.delays, settle_many.results) as u,
+               brooq.topic t
+         where j.id = u.id
+           and j.state = 'processing'
+           and j.locked_by = settle_many.worker
+           and j.lease_token = u.token
+           and t.name = j.topic
+           and u.outcome = 'done' and not t.retain_done
+           and not exists (select from brooq.job_watch w where w.job_id = j.id)
+        returning j.id, 'done'::brooq.job_state;
+        get diagnostics v_dropped = row_count;
+    end if;
+    if v_dropped < v_n then
         return query
         update brooq.job j
            set state = case
@@ -2731,74 +2750,6 @@ begin
            and j.lease_token = u.token
            and t.name = j.topic
         returning j.id, j.state;
-    else
-        return query
-        with dropped as (
-            -- retain_done => false: the job is done and gone (its result is not
-            -- stored, so not checked against max_payload_bytes)
-            delete from brooq.job j
-             using brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                                      settle_many.errors, settle_many.delays, settle_many.results) as u,
-                   brooq.topic t
-             where j.id = u.id
-               and j.state = 'processing'
-               and j.locked_by = settle_many.worker
-               and j.lease_token = u.token
-               and t.name = j.topic
-               and u.outcome = 'done' and not t.retain_done
-               and not exists (select from brooq.job_watch w where w.job_id = j.id)
-            returning j.id, 'done'::brooq.job_state as state
-        ),
-        kept as (
-            update brooq.job j
-               set state = case
-                       when u.outcome = 'done' then 'done'
-                       when u.outcome = 'cancel' then 'canceled'
-                       when u.outcome = 'preserve' then 'failed'
-                       when u.outcome = 'dead' then 'dead'
-                       when j.attempts >= j.max_attempts then 'dead'
-                       else 'failed'
-                   end,
-                   attempts = case when u.outcome = 'preserve' then greatest(j.attempts - 1, 0) else j.attempts end,
-                   available_at = case
-                       when u.outcome = 'failed' then v_now + brooq._backoff(t.backoff_base, t.backoff_max, j.attempts)
-                       when u.outcome = 'delay' then v_now + least(u.delay, t.backoff_max)
-                       when u.outcome = 'preserve' then v_now + least(coalesce(u.delay, t.backoff_base), t.backoff_max)
-                       else j.available_at
-                   end,
-                   result = case
-                       when u.outcome <> 'done' then j.result
-                       when octet_length(u.result::text) > t.max_payload_bytes
-                           then brooq._result_too_large(j.id, octet_length(u.result::text), t.max_payload_bytes, t.name)
-                       else u.result
-                   end,
-                   payload = case
-                       when t.retain_payload then j.payload
-                       when u.outcome in ('done', 'cancel', 'dead')
-                         or u.outcome in ('failed', 'delay') and j.attempts >= j.max_attempts then 'null'::jsonb
-                       else j.payload
-                   end,
-                   last_error = coalesce(left(u.error, 2000), j.last_error),
-                   lease_losses = 0,
-                   locked_by = null,
-                   locked_until = null,
-                   updated_at = v_now
-              from brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                                      settle_many.errors, settle_many.delays, settle_many.results) as u,
-                   brooq.topic t
-             where j.id = u.id
-               and j.state = 'processing'
-               and j.locked_by = settle_many.worker
-               and j.lease_token = u.token
-               and t.name = j.topic
-               -- the rows of dropped, in the same snapshot: the two never meet
-               and not (u.outcome = 'done' and not t.retain_done
-                        and not exists (select from brooq.job_watch w where w.job_id = j.id))
-            returning j.id, j.state
-        )
-        select d.id, d.state from dropped d
-        union all
-        select k.id, k.state from kept k;
     end if;
 
     -- Wake brooq.wait's waiters of the jobs this call made terminal (none watching,

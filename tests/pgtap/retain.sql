@@ -3,7 +3,7 @@
 -- the payload of a terminal job is cleared (retain_payload => false) by
 -- settle_many, cancel and reap's poison pill; a watched job is kept.
 begin;
-select plan(40);
+select plan(43);
 
 set local brooq.now = '2030-01-01 00:00:00+00';
 
@@ -81,6 +81,21 @@ select is(brooq.settle(:d3, 'w1', :d3_tok, 'done', result => '"ok"'), 'done', 'a
 select results_eq(format($$ select state::text, result from brooq.job where id = %s $$, :d3),
     $$ values ('done', '"ok"'::jsonb) $$, 'a watched job is kept with its result, for its waiter');
 select is(brooq.unwatch(:w3), true, 'unwatch');
+-- ... also in a settle_many batch beside one that is deleted
+select lives_ok($$ select brooq.enqueue_many('t.nodone', array['{"w": 2}', '{"w": 3}']::jsonb[]) $$,
+    'two jobs, one to be watched');
+create temp table bw on commit drop as
+    select c.id, c.lease_token, c.payload->>'w' as w from brooq.claim('w1', array['t.nodone'], max_jobs => 2) c;
+select brooq.watch((select id from bw where w = '2')) as w4 \gset
+create temp table sw on commit drop as
+    select * from brooq.settle_many('w1', (select array_agg(id order by id) from bw),
+                                    (select array_agg(lease_token order by id) from bw),
+                                    array['done', 'done'], results => array['"ok"', '"ok"']::jsonb[]);
+select set_eq($$ select bw.w, sw.state::text as reported, j.state::text as stored, j.result
+                  from bw join sw using (id) left join brooq.job j using (id) $$,
+    $$ values ('2', 'done', 'done', '"ok"'::jsonb), ('3', 'done', null, null) $$,
+    'settle_many deletes the unwatched job and keeps the watched one with its result, both reported done');
+select is(brooq.unwatch(:w4), true, 'unwatch the batch''s job');
 
 -- retain_payload => false: a terminal job's payload becomes 'null'::jsonb ----------
 
