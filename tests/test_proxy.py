@@ -7,6 +7,8 @@ called through the router and checked against what the partitions really hold.
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -129,6 +131,153 @@ def test_add_partition_refuses_a_duplicate_and_foreign_ids(server: Server, templ
         assert router.execute("select count(*) from brooq_proxy.partition").fetchone() == (4,)
     finally:
         server.drop_db(name)
+
+
+def test_connstr_has_password_reads_both_forms_as_libpq_does(router: psycopg.Connection[Any]) -> None:
+    cases = {
+        # key/value: any spacing and quoting, any keyword ending in password or secret
+        "host=h dbname=brooq password=s3cret": True,
+        "host=h dbname=brooq   password  =  's3 cret'": True,
+        "password='it\\'s' host=h": True,
+        "host=h\tpassword=s3cret": True,
+        "host=h\npassword=s3cret": True,
+        "host=h PASSWORD=s3cret": True,
+        "host=h sslpassword=s3cret": True,
+        "host=h oauth_client_secret=s3cret": True,
+        "host=h password=": True,
+        # URI: user:password@, ?password=, percent-encoded keywords
+        "postgresql://u:s3cret@h/brooq": True,
+        "postgres://u:s3cret@h:5432,h2:5433/brooq?sslmode=require": True,
+        "postgresql://u:s3/cret@h/brooq": False,  # an unescaped / ends the user part: libpq reads no password
+        "postgresql://h/brooq?password=s3cret": True,
+        "postgresql://h/brooq?sslmode=require&p%61ssw%6Frd=s3cret": True,
+        "postgresql://h?password=s3cret": True,
+        "POSTGRESQL://u:s3cret@h/brooq": True,
+        # no password
+        "host=h dbname=password": False,
+        "host=h application_name='password=s3cret'": False,
+        "host=h application_name=a\\ password=s3cret": False,
+        "host=h passfile=/var/lib/postgresql/.pgpass": False,
+        "service=brooq_part0": False,
+        "postgresql://u@h/brooq?passfile=/x": False,
+        "postgresql://u:@h/brooq": False,  # an empty password is none
+        "postgresql://h/password": False,
+        "postgresql://u%3As3cret@h/brooq": False,  # a user name with a colon
+    }
+    got = {c: router.execute("select brooq_proxy.connstr_has_password(%s)", (c,)).fetchone()[0] for c in cases}
+    assert got == cases
+
+
+def test_add_partition_refuses_a_password_and_every_role_reads_the_connection_strings(
+        server: Server, template_db: str, four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    """PL/Proxy reads the connection strings as the caller: every role that may call the
+    router reads them, so add_partition refuses one that carries a password."""
+    name = f"brooq_pw_{uuid.uuid4().hex[:8]}"
+    server.create_db(name, template=template_db)
+    info = psycopg.conninfo.conninfo_to_dict(server.dsn_for(name))
+    host, port, plain = info["host"], info["port"], connstr(server, name)
+    spellings = [
+        f"{plain} password=s3cret",  # trust auth ignores it: the old add_partition took it
+        f"{plain}   password  =  's3 cret'",
+        f"password='s3\\'cret' {plain}",
+        f"{plain}\tsslpassword=s3cret",
+        f"postgresql://postgres:s3cret@{host}:{port}/{name}?user=postgres",
+        f"postgres://{host}:{port}/{name}?user=postgres&password=s3cret",
+        f"postgresql://{host}:{port}/{name}?user=postgres&p%61ssw%6Frd=s3cret",
+    ]
+
+    def job_ids(part: psycopg.Connection[Any]) -> Any:  # where the partition's job id sequence stands
+        (seq,), = part.execute("select pg_get_serial_sequence('brooq.job', 'id')").fetchall()
+        return part.execute(f"select last_value, is_called from {seq}").fetchone()
+
+    role = f"proxy_reader_{uuid.uuid4().hex[:6]}"
+    server.execute(sql.SQL("create role {} login in role brooq_producer").format(sql.Identifier(role)))
+    try:
+        with psycopg.connect(server.dsn_for(name)) as part:
+            before = job_ids(part)
+        for spelling in spellings:
+            with pytest.raises(psycopg.errors.InvalidParameterValue) as refused:
+                router.execute("select brooq_proxy.add_partition(%s)", (spelling,))
+            assert "s3" not in str(refused.value), spelling
+            assert refused.value.diag.message_primary == (
+                "brooq_proxy.add_partition: a connection string with a password is refused: "
+                "every role that may call the router can read it")
+            assert ".pgpass" in (refused.value.diag.message_hint or "")
+        assert router.execute("select count(*) from brooq_proxy.partition").fetchone() == (4,)
+        with psycopg.connect(server.dsn_for(name)) as part:
+            assert job_ids(part) == before  # its job ids were not moved
+        # What a producer reads: every partition's host, port and database, and no password.
+        with psycopg.connect(four.router, user=role, autocommit=True) as producer:
+            read = [r[0] for r in producer.execute(
+                "select * from plproxy.get_cluster_partitions('brooq')").fetchall()]
+        assert read == [connstr(server, n) for n in four.names[:4]]
+        assert not any("s3" in c or "password" in c for c in read)
+    finally:
+        server.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+        server.drop_db(name)
+
+
+def test_a_partition_that_asks_a_password_gets_it_from_the_router_s_passfile(
+        server: Server, template_db: str) -> None:
+    """The documented setup: no password in the connection string, the partition asks
+    each login for its password (scram-sha-256), and the router server's libpq finds it
+    in a password file (passfile=, the same file format and lookup as ~/.pgpass)."""
+    if server.cluster is None:
+        pytest.skip("needs the throwaway cluster: the test edits its pg_hba.conf")
+    tag = uuid.uuid4().hex[:8]
+    part, router_db = f"brooq_pwpart_{tag}", f"brooq_pwrouter_{tag}"
+    known, unknown = f"proxy_known_{tag}", f"proxy_unknown_{tag}"
+    secret = f"pw-{tag}"
+    hba = server.cluster.data / "pg_hba.conf"
+    original = hba.read_text()
+    passfile = server.cluster.root / f"pgpass-{tag}"  # a directory the server's OS user owns
+    info = psycopg.conninfo.conninfo_to_dict(server.dsn_for(part))
+    passfile.write_text(f"{info['host']}:{info['port']}:{part}:{known}:{secret}\n")
+    passfile.chmod(0o600)  # libpq ignores a password file that others may read
+    if os.geteuid() == 0:  # the server runs as postgres (tests/pgcluster.py)
+        shutil.chown(passfile, "postgres")
+    for role, password in ((known, secret), (unknown, f"other-{tag}")):
+        server.execute(sql.SQL("create role {} login password {} in role brooq_producer").format(
+            sql.Identifier(role), sql.Literal(password)))
+    try:
+        server.create_db(part, template=template_db)
+        router_dsn = server.create_db(router_db)
+        sqitch("deploy", sqitch_target(router_dsn), cwd=PROXY)
+        # The partition asks both logins for a password; the superuser stays trusted.
+        hba.write_text(f"host {part} {known},{unknown} 127.0.0.1/32 scram-sha-256\n" + original)
+        server.execute("select pg_reload_conf()")
+
+        def asks_a_password() -> bool:
+            try:
+                psycopg.connect(server.dsn_for(part), user=known, passfile="/nonexistent",
+                                connect_timeout=2).close()
+            except psycopg.OperationalError as e:
+                return "password" in str(e)
+            return False
+
+        from worker_app import wait_for
+        wait_for(asks_a_password, timeout=10, what="the partition asks for a password")
+        with psycopg.connect(router_dsn, autocommit=True) as owner:
+            cs = psycopg.conninfo.make_conninfo(host=info["host"], port=info["port"], dbname=part,
+                                                passfile=str(passfile))
+            assert owner.execute("select brooq_proxy.add_partition(%s)", (cs,)).fetchone() == (0,)
+            owner.execute("select brooq.declare_topic('pw')")
+        with psycopg.connect(router_dsn, user=known, autocommit=True) as producer:
+            (jid,), = producer.execute("select id from brooq.enqueue('pw')").fetchall()
+            assert producer.execute("select * from plproxy.get_cluster_partitions('brooq')").fetchall() == [(cs,)]
+        with psycopg.connect(server.dsn_for(part)) as conn:
+            assert conn.execute("select topic from brooq.job where id = %s", (jid,)).fetchone() == ("pw",)
+        with (psycopg.connect(router_dsn, user=unknown, autocommit=True) as stranger,
+              pytest.raises(psycopg.Error, match="password")):  # none in the file for this login
+            stranger.execute("select brooq.enqueue('pw')")
+    finally:
+        hba.write_text(original)
+        server.execute("select pg_reload_conf()")
+        for name in (router_db, part):
+            server.drop_db(name)
+        for role in (known, unknown):
+            server.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(role)))
+        passfile.unlink(missing_ok=True)
 
 
 def test_enqueue_without_key_spreads_and_the_id_finds_its_partition(

@@ -161,6 +161,118 @@ comment on function brooq_proxy._start_ids(text, bigint) is
 'Private to brooq_proxy.add_partition: moves a partition''s job id sequence into its range.';
 revoke all on function brooq_proxy._start_ids(text, bigint) from public;
 
+-- Whether a libpq connection string carries a secret. PL/Proxy reads the partitions'
+-- connection strings through plproxy.get_cluster_partitions as the caller, so every
+-- role that may call a router function can read them: a password in one is every
+-- producer's. The string is read as libpq reads it (conninfo_parse and
+-- conninfo_uri_parse_options in libpq's fe-connect.c): in key/value form, any keyword
+-- ending in "password" or "secret" (password, sslpassword, oauth_client_secret), in
+-- any case, whatever the spacing and quoting of its value; in a URI, the password of
+-- user:password@, and any query keyword that percent-decodes to such a name. Where
+-- this reading differs from libpq's it finds more (a URI scheme in any case, a query
+-- keyword after any ? or &), never less; a string libpq cannot parse never connects.
+create function brooq_proxy.connstr_has_password(connstr text)
+returns boolean
+language plpgsql
+immutable
+strict
+parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_blank constant text := E' \t\n\r\f' || pg_catalog.chr(11);  -- C's isspace
+    v_backslash constant text := pg_catalog.chr(92);
+    v_secret constant text := '(password|secret)$';
+    v_s constant text := connstr_has_password.connstr;
+    v_n constant integer := pg_catalog.length(v_s);
+    v_i integer := 1;
+    v_start integer;
+    v_key text;
+    v_rest text;
+    v_userinfo text;
+begin
+    if v_s operator(pg_catalog.~*) '^postgres(ql)?://' then
+        v_rest := pg_catalog.substr(v_s, pg_catalog.strpos(v_s, '://') + 3);
+        -- user[:password]@ is what precedes the first @ met before any /; it holds a
+        -- password when a : in it is followed by at least one character.
+        v_userinfo := pg_catalog.substring(v_rest, '^([^@/]*)@');
+        if v_userinfo operator(pg_catalog.~) ':.' then
+            return true;
+        end if;
+        if v_userinfo is not null then
+            v_rest := pg_catalog.substr(v_rest, pg_catalog.length(v_userinfo) + 2);
+        end if;
+        -- ?key=value&key=value: each keyword percent-decoded (libpq refuses %00).
+        for v_key in
+            select (select pg_catalog.string_agg(
+                               case when d.m[1] is null then d.m[2]
+                                    when d.m[1] = '00' then ''
+                                    else pg_catalog.chr(('x' || d.m[1])::bit(8)::integer)
+                               end, '' order by d.o)
+                      from pg_catalog.regexp_matches(q.k, '%([0-7][0-9A-Fa-f])|([^%]+|%)', 'g')
+                           with ordinality as d(m, o))
+              from (select pg_catalog.substring(part, '^([^=]*)=') as k
+                      from pg_catalog.regexp_split_to_table(v_rest, '[?&]') as part) as q
+             where q.k <> ''
+        loop
+            if v_key operator(pg_catalog.~*) v_secret then
+                return true;
+            end if;
+        end loop;
+        return false;
+    end if;
+    -- keyword = value, keyword = 'quoted \' value', value\ with\ escaped\ blanks
+    while v_i <= v_n loop
+        if pg_catalog.strpos(v_blank, pg_catalog.substr(v_s, v_i, 1)) > 0 then
+            v_i := v_i + 1;
+            continue;
+        end if;
+        v_start := v_i;
+        while v_i <= v_n and pg_catalog.substr(v_s, v_i, 1) <> '='
+              and pg_catalog.strpos(v_blank, pg_catalog.substr(v_s, v_i, 1)) = 0 loop
+            v_i := v_i + 1;
+        end loop;
+        v_key := pg_catalog.substr(v_s, v_start, v_i - v_start);
+        while v_i <= v_n and pg_catalog.strpos(v_blank, pg_catalog.substr(v_s, v_i, 1)) > 0 loop
+            v_i := v_i + 1;
+        end loop;
+        if v_i > v_n or pg_catalog.substr(v_s, v_i, 1) <> '=' then
+            return false;  -- no "=" after the keyword: libpq refuses the string
+        end if;
+        if v_key operator(pg_catalog.~*) v_secret then
+            return true;
+        end if;
+        v_i := v_i + 1;
+        while v_i <= v_n and pg_catalog.strpos(v_blank, pg_catalog.substr(v_s, v_i, 1)) > 0 loop
+            v_i := v_i + 1;
+        end loop;
+        if v_i <= v_n and pg_catalog.substr(v_s, v_i, 1) = '''' then
+            v_i := v_i + 1;
+            loop
+                if v_i > v_n then
+                    return false;  -- an unterminated quote: libpq refuses the string
+                elsif pg_catalog.substr(v_s, v_i, 1) = v_backslash then
+                    v_i := v_i + 2;
+                elsif pg_catalog.substr(v_s, v_i, 1) = '''' then
+                    v_i := v_i + 1;
+                    exit;
+                else
+                    v_i := v_i + 1;
+                end if;
+            end loop;
+        else
+            while v_i <= v_n and pg_catalog.strpos(v_blank, pg_catalog.substr(v_s, v_i, 1)) = 0 loop
+                v_i := v_i + case when pg_catalog.substr(v_s, v_i, 1) = v_backslash then 2 else 1 end;
+            end loop;
+        end if;
+    end loop;
+    return false;
+end
+$$;
+comment on function brooq_proxy.connstr_has_password(text) is
+'Whether a libpq connection string (key/value or URI) carries a password or another secret: brooq_proxy.add_partition refuses one.';
+revoke all on function brooq_proxy.connstr_has_password(text) from public;
+
 create function brooq_proxy.add_partition(connstr text)
 returns integer
 language plpgsql
@@ -174,6 +286,13 @@ begin
         raise exception 'brooq_proxy.add_partition: connstr must not be NULL or empty'
             using errcode = 'null_value_not_allowed',
                   hint = 'Pass a libpq connection string of a database where brooq is deployed.';
+    end if;
+    -- Every role that may call the router reads the connection strings (see
+    -- connstr_has_password): the message names no part of this one.
+    if brooq_proxy.connstr_has_password(add_partition.connstr) then
+        raise exception 'brooq_proxy.add_partition: a connection string with a password is refused: every role that may call the router can read it'
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Leave the password out: put it in the password file of the router server''s operating-system user (~/.pgpass, or passfile=... in the connection string), or in a service file named by service=...';
     end if;
     lock table brooq_proxy.partition in exclusive mode;
     if exists (select from brooq_proxy.partition p where p.connstr = add_partition.connstr) then

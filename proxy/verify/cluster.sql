@@ -10,7 +10,10 @@ select 'plproxy.get_cluster_version(text)'::regprocedure,
        'plproxy.get_cluster_config(text)'::regprocedure,
        'brooq_proxy.partition_of(bigint)'::regprocedure,
        'brooq_proxy.route(text, text, text)'::regprocedure,
+       'brooq_proxy.connstr_has_password(text)'::regprocedure,
        'brooq_proxy.add_partition(text)'::regprocedure;
 select 1 / (brooq_proxy.partition_of((3::bigint << 48) + 5) = 3)::int;
+select 1 / (brooq_proxy.connstr_has_password('host=h password=x')
+           and not brooq_proxy.connstr_has_password('host=h passfile=x'))::int;
 
 rollback;
