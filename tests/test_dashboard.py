@@ -54,19 +54,21 @@ class Dashboard:
         return status, text
 
 
-def start_dashboard(dsn: str, *args: str) -> Dashboard:
-    env = {k: v for k, v in os.environ.items() if k != "BROOQ_DASHBOARD_TOKEN"}
+def start_dashboard(dsn: str, *args: str, address: str = "127.0.0.1:0",
+                    env: dict[str, str] | None = None) -> Dashboard:
+    """The dashboard on a free port of ``address``; its url is on 127.0.0.1 all the same."""
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("BROOQ_DASHBOARD_TOKEN", "BROOQ_DASHBOARD_ALLOWED_HOSTS")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "brooq.tools", "dashboard", "--dsn", dsn,
-         "--address", "127.0.0.1:0", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        [sys.executable, "-m", "brooq.tools", "dashboard", "--dsn", dsn, "--address", address, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**environ, **(env or {})})
     assert proc.stderr is not None
     line = proc.stderr.readline()
-    m = re.search(r"on (http://127\.0\.0\.1:\d+)/", line)
+    m = re.search(r"on http://(127\.0\.0\.1|0\.0\.0\.0):(\d+)/", line)
     if m is None:
         proc.kill()
         raise AssertionError(f"the dashboard did not start: {line}{proc.stderr.read()}")
-    return Dashboard(proc, m.group(1))
+    return Dashboard(proc, f"http://127.0.0.1:{m.group(2)}")
 
 
 @pytest.fixture
@@ -304,10 +306,203 @@ def test_the_documented_read_only_role_sees_every_page(
 def test_brooq_dashboard_refuses_a_public_address_and_a_short_token(db: str) -> None:
     for args, message in ((["--address", "0.0.0.0:0"], "not a loopback address"),
                           (["--token", "short"], "16 or more"),
+                          (["--allowed-host", "https://dash.example/"], "--allowed-host: "),
+                          (["--allowed-host", "dash.example:99999"], "--allowed-host: "),
                           (["--dsn", "postgresql://postgres@127.0.0.1:1/x"], "cannot connect")):
         done = subprocess.run([sys.executable, "-m", "brooq.tools", "dashboard", "--dsn", db, *args],
                               capture_output=True, text=True, timeout=30, check=False)
         assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+# --- the Host check (DNS rebinding) ---------------------------------------------------
+
+FOREIGN_HOSTS = ("evil.example:{port}", "evil.example", "127.0.0.1.evil.example:{port}",
+                 "127.0.0.1:{other}", "localhost:{other}", "127.0.0.1", "", "[::1", "127.0.0.1:{port}:1")
+
+
+def test_a_request_for_another_host_is_421_before_any_read(
+        dashboard: Dashboard, server: Server, db: str, jobs: dict[str, Any]) -> None:
+    """A page whose name an attacker points at 127.0.0.1 (DNS rebinding) reads nothing:
+    every path, GET and POST, /login and /healthz too, answers 421 and no data."""
+    port = int(dashboard.host.rsplit(":", 1)[1])
+    other = port + 1 if port < 65535 else port - 1
+    paths = ("/", "/in-flight", "/jobs", "/jobs?state=dead", f"/jobs/{jobs['dead']}", "/login",
+             "/healthz", "/favicon.ico", "/no-such-page")
+    csrf, session = csrf_and_cookie(dashboard)
+    for spelling in FOREIGN_HOSTS:
+        host = spelling.format(port=port, other=other)
+        for path in paths:
+            status, headers, text = dashboard.request("GET", path, headers={"host": host})
+            assert (status, text.startswith("421 Misdirected Request")) == (421, True), (host, path)
+            assert "no such invoice" not in text and "invoice" not in text
+            assert "set-cookie" not in headers
+        # POSTs too: the login (the foreign Origin agrees with the foreign Host) and actions
+        status, headers, _ = dashboard.request(
+            "POST", "/login", {"token": TOKEN, "next": "/"},
+            {"host": host, "origin": f"http://{host}"})
+        assert status == 421 and "set-cookie" not in headers, host
+        assert dashboard.request("POST", f"/jobs/{jobs['dead']}/retry", {},
+                                 {"host": host, "authorization": f"Bearer {TOKEN}"})[0] == 421
+        assert dashboard.request("POST", "/topics/email/pause", {"csrf": csrf},
+                                 {"host": host, "cookie": session})[0] == 421
+        assert dashboard.request("POST", "/logout", {}, {"host": host, "cookie": session})[0] == 421
+    assert state_of(db, jobs["dead"]) == "dead"
+    assert 'class="state s-paused"' not in dashboard.get("/")[1]
+    # the names of loopback, in any case, with the dashboard's port
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}", f"[::1]:{port}",
+                 f"[0:0::1]:{port}"):
+        assert dashboard.get(f"/jobs/{jobs['dead']}", host=host)[0] == 200, host
+    # refused before the database is asked: with no connection allowed, a page of this
+    # dashboard is 503 (it did ask), a request for another host still 421
+    dbname = psycopg.conninfo.conninfo_to_dict(db)["dbname"]
+    server.execute(f'alter database "{dbname}" with allow_connections false')
+    try:
+        assert dashboard.get("/jobs")[0] == 503
+        assert dashboard.get("/healthz")[0] == 503
+        assert dashboard.get("/jobs", host=f"evil.example:{port}")[0] == 421
+        assert dashboard.get("/healthz", host=f"evil.example:{port}")[0] == 421
+    finally:
+        server.execute(f'alter database "{dbname}" with allow_connections true')
+
+
+def test_allowed_hosts_are_answered_and_a_post_s_origin_must_be_its_host(
+        db: str, jobs: dict[str, Any]) -> None:
+    d = start_dashboard(db, "--token", TOKEN, "--allowed-host", "dash.example",
+                        "--allowed-host", "Proxy.Example:8443")
+    try:
+        port = int(d.host.rsplit(":", 1)[1])
+        for host in ("dash.example", f"dash.example:{port}", "dash.example:443", "DASH.example",
+                     "proxy.example:8443"):
+            assert d.get("/jobs", host=host)[0] == 200, host
+        for host in ("proxy.example", f"proxy.example:{port}", "sub.dash.example", "dash.example.",
+                     "dash.example.evil.example", f"10.1.2.3:{port}"):
+            assert d.get("/jobs", host=host)[0] == 421, host
+        # a browser's POST: its Origin is the host it was sent to, else refused
+        status, headers, _ = d.request("POST", "/login", {"token": TOKEN, "next": "/jobs"},
+                                       {"host": "dash.example", "origin": "https://dash.example"})
+        assert status == 303 and headers["location"] == "/jobs?did=login"
+        for origin in ("http://evil.example", f"http://localhost:{port}", "null",
+                       "http://dash.example.evil.example"):
+            status, headers, _ = d.request("POST", "/login", {"token": TOKEN},
+                                           {"host": "dash.example", "origin": origin})
+            assert status == 403 and "set-cookie" not in headers, origin
+    finally:
+        d.proc.terminate()
+        d.proc.wait(timeout=10)
+    # the same names from the environment, comma-separated
+    d = start_dashboard(db, env={"BROOQ_DASHBOARD_ALLOWED_HOSTS": "dash.example, proxy.example:8443"})
+    try:
+        assert d.get("/", host="dash.example")[0] == 200
+        assert d.get("/", host="proxy.example:8443")[0] == 200
+        assert d.get("/", host="evil.example")[0] == 421
+    finally:
+        d.proc.terminate()
+        d.proc.wait(timeout=10)
+
+
+def test_on_every_address_a_host_is_an_ip_address_or_an_allowed_name(
+        db: str, jobs: dict[str, Any]) -> None:
+    """--public on 0.0.0.0: a browser that opens the dashboard by an IP address (or
+    localhost) names no one's DNS; any other name must be given with --allowed-host."""
+    d = start_dashboard(db, "--public", "--allowed-host", "dash.example", address="0.0.0.0:0")
+    try:
+        port = int(d.host.rsplit(":", 1)[1])
+        for host in (f"127.0.0.1:{port}", f"10.1.2.3:{port}", f"[fd00::5]:{port}", f"localhost:{port}",
+                     "dash.example", "dash.example:8080"):
+            assert d.get(f"/jobs/{jobs['dead']}", host=host)[0] == 200, host
+        for host in (f"evil.example:{port}", f"10.1.2.3.nip.io:{port}", "10.1.2.3:1", "10.1.2.3",
+                     f"0x7f.1:{port}", f"127.1:{port}"):
+            assert d.get(f"/jobs/{jobs['dead']}", host=host)[0] == 421, host
+    finally:
+        d.proc.terminate()
+        d.proc.wait(timeout=10)
+
+
+# --- where an action goes back to ---------------------------------------------------------
+
+OFF_SITE = ("//evil.example/x", "/\t/a//evil.example/x", "/\n/a//evil.example/x",
+            "/\r/a//evil.example/x", "/\t/evil.example/x", "\t//evil.example/x", " //evil.example/x",
+            "/\\evil.example/x", "\\/evil.example/x", "/\x00/a//evil.example/x",
+            "/\x7f//evil.example", "/\x0b//evil.example", "https://evil.example/x", "evil.example",
+            "/jobs?\t//evil.example", "/#\n//evil.example")
+
+
+def test_next_never_leaves_the_dashboard(dashboard: Dashboard) -> None:
+    """POST /login and an action redirect to their `next` only when it is a path of this
+    dashboard as a browser reads it: a tab, CR or LF (which URL parsers drop), another
+    control character or a backslash anywhere sends them home."""
+    csrf, session = csrf_and_cookie(dashboard)
+    for target in OFF_SITE:
+        status, headers, _ = dashboard.request("POST", "/login", {"token": TOKEN, "next": target})
+        assert (status, headers["location"]) == (303, "/?did=login"), repr(target)
+        status, headers, _ = dashboard.request("POST", "/topics/email/pause",
+                                               {"csrf": csrf, "next": target}, {"cookie": session})
+        assert (status, headers["location"]) == (303, "/?did=paused"), repr(target)
+        status, headers, _ = dashboard.request("POST", "/topics/email/resume", {"next": target},
+                                               {"authorization": f"Bearer {TOKEN}"})
+        assert (status, headers["location"]) == (303, "/?did=resumed"), repr(target)
+
+
+def test_next_keeps_a_path_of_the_dashboard(dashboard: Dashboard, jobs: dict[str, Any]) -> None:
+    failed = jobs["failed"]
+    for target, location in (("/jobs?topic=email&state=", "/jobs?topic=email&did=login"),
+                             (f"/jobs/{failed}?did=old#top", f"/jobs/{failed}?did=login"),
+                             ("/jobs/%2F%2Fevil.example", "/jobs/%2F%2Fevil.example?did=login")):
+        status, headers, _ = dashboard.request("POST", "/login", {"token": TOKEN, "next": target})
+        assert status == 303 and headers["location"] == location, target
+    status, headers, _ = dashboard.request("POST", f"/jobs/{failed}/cancel",
+                                           {"next": "/jobs?state=failed"},
+                                           {"authorization": f"Bearer {TOKEN}"})
+    assert status == 303 and headers["location"] == "/jobs?state=failed&did=canceled"
+
+
+# --- a job Python cannot decode -------------------------------------------------------
+
+def test_a_payload_python_cannot_decode_leaves_the_triage_pages_whole(
+        dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
+    """jsonb holds what Python's json refuses (nesting past the recursion limit, an
+    integer of thousands of digits): the pages show such a job as stored, cut short with
+    a note when long, and the jobs beside it."""
+    deep = "[" * 1500 + "]" * 1500
+    digits = "9" * 5000
+    with psycopg.connect(db, autocommit=True) as conn:
+        def enqueue(payload: str) -> int:
+            row = conn.execute("select id from brooq.enqueue('invoice', %s::jsonb)", [payload]).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        ids = {"deep": enqueue(deep), "digits": enqueue(f'{{"n": {digits}}}'),
+               "long": enqueue(f'{{"n": {digits}, "pad": "{"x" * 70000}"}}')}
+        claimed = conn.execute("select id, lease_token from brooq.claim('w-1', array['invoice'], 3, '5m')"
+                               ).fetchall()
+        assert sorted(r[0] for r in claimed) == sorted(ids.values())
+        for job_id, lease_token in claimed[1:]:  # dead (invoice: one attempt); the first stays
+            conn.execute("select brooq.settle(%s, 'w-1', %s, 'failed', 'boom')", [job_id, lease_token])
+        first = claimed[0]  # in flight, reporting a progress Python cannot decode either
+        conn.execute("select brooq.heartbeat('w-1', array[%s::bigint], '5m', array[%s::bigint], "
+                     "array[%s::jsonb])", [first[0], first[1], deep])
+        conn.execute("update brooq.job set result = %s::jsonb where id = %s", [deep, claimed[1][0]])
+    neighbours = [jobs["dead"], jobs["dead2"]]
+    for path in ("/jobs", "/jobs?state=dead", "/jobs?topic=invoice"):
+        status, text = dashboard.get(path)
+        assert status == 200, path
+        for job_id in [*neighbours, claimed[1][0], claimed[2][0]]:
+            assert f'id="job-{job_id}"' in text, (path, job_id)
+    status, text = dashboard.get("/in-flight")
+    assert status == 200 and f'href="/jobs/{first[0]}"' in text
+    assert f'href="/jobs/{jobs["in_flight"]}"' in text and "[" * 200 in text
+    status, text = dashboard.get(f"/jobs/{ids['deep']}")
+    assert status == 200 and deep in text
+    status, text = dashboard.get(f"/jobs/{ids['digits']}")
+    assert status == 200 and f"{{&quot;n&quot;: {digits}}}" in text
+    status, text = dashboard.get(f"/jobs/{ids['long']}")
+    assert status == 200 and digits in text
+    stored = len(f'{{"n": {digits}, "pad": "{"x" * 70000}"}}')
+    assert f"... ({stored - 65536} more characters)" in text and "x" * 70000 not in text
+    for job_id in (claimed[1][0], first[0]):  # the result, the progress: as stored too
+        status, text = dashboard.get(f"/jobs/{job_id}")
+        assert status == 200 and "[" * 1000 in text
+    assert dashboard.get(f"/jobs/{jobs['done']}")[1].count("&quot;pages&quot;: 3") == 1
 
 
 # --- the browser ----------------------------------------------------------------------

@@ -202,12 +202,38 @@ select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, no
 # brooq.in_flight and brooq.jobs (docs/dashboard.md, "Its database role").
 
 # Jobs in flight, the longest held first: who holds each, since when, lease left.
+# Every jsonb column of the dashboard's queries is read as text: a value Python's json
+# cannot decode (nested too deep, a number of thousands of digits) must not fail the
+# page of the job it is there to show, nor of its neighbours.
 DASHBOARD_IN_FLIGHT: LiteralString = """
 select id, topic, attempts, max_attempts, locked_by, claimed_at, running_for,
-       locked_until - now() as lease_left, expired, progress
+       locked_until - now() as lease_left, expired, left(progress::text, 200) as progress
   from brooq.in_flight
  order by claimed_at, id
  limit %s::integer
+"""
+
+# The dead and failed list: newest first, the topic filter off when NULL (as LIST_JOBS),
+# without the payload and result the list does not show.
+DASHBOARD_JOBS: LiteralString = """
+select id, topic, state, attempts, max_attempts, updated_at, left(last_error, 400) as last_error
+  from brooq.jobs
+ where (%(topic)s::text is null or topic = %(topic)s::text)
+   and state = any(%(states)s::text[])
+ order by id desc
+ limit %(limit)s::integer
+"""
+
+# A job's page: payload, result and progress as text cut at %(shown)s characters, with
+# their whole length (the page says how much it left out).
+DASHBOARD_JOB: LiteralString = """
+select id, topic, state, attempts, max_attempts, priority, left(last_error, %(shown)s) as last_error,
+       idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,
+       left(payload::text, %(shown)s) as payload, length(payload::text) as payload_length,
+       left(result::text, %(shown)s) as result, length(result::text) as result_length,
+       left(progress::text, %(shown)s) as progress, length(progress::text) as progress_length
+  from brooq.jobs
+ where id = %(id)s::bigint
 """
 
 # The database's clock: the minutes of the throughput chart are its minutes.

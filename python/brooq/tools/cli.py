@@ -523,10 +523,17 @@ def cmd_dashboard(args: argparse.Namespace, out: TextIO) -> int:
     if not args.public and not config.is_loopback(host):
         raise UsageError(_("cli.not_loopback", host=host))
     token = dashboard_token(args)
+    allowed = args.allowed_host
+    if allowed is None:
+        allowed = [n for n in os.environ.get("BROOQ_DASHBOARD_ALLOWED_HOSTS", "").split(",") if n.strip()]
+    try:
+        dashboard.Hosts.of(host, port, allowed)
+    except ValueError as exc:
+        raise UsageError(_("cli.bad_allowed_host", error=exc)) from None
     with connect(args) as conn:  # a wrong DSN fails now, in one line, not on the first page
         conn.execute(queries.DASHBOARD_PING)
     try:
-        dashboard.serve(dsn, token, host, port)
+        dashboard.serve(dsn, token, host, port, allowed)
     except OSError as exc:
         raise Failure(_("cli.cannot_listen", address=args.address, error=exc.strerror or exc)) from exc
     return 0
@@ -739,6 +746,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=_("help.dashboard.address"))
     p.add_argument("--public", action="store_true",
                    help=_("help.dashboard.public"))
+    p.add_argument("--allowed-host", action="append", metavar="NAME[:PORT]",
+                   help=_("help.dashboard.allowed_host"))
     p.add_argument("--token", help=_("help.dashboard.token"))
     p.add_argument("--token-file", type=Path, metavar="PATH",
                    help=_("help.dashboard.token_file"))

@@ -14,7 +14,12 @@ and refuses every action (403). With one, an action is allowed for
     (HttpOnly, SameSite=Strict, 8 hours), never the token itself; each form of an
     action carries a CSRF field, HMAC(token, that cookie), checked in constant time,
     and a request whose Origin is not this dashboard's is refused.
-Changing the token ends every session. /healthz is always open.
+Changing the token ends every session. /healthz needs no token.
+
+The Host check (Hosts): every request, /healthz and /login included, is answered only
+when its Host header names this dashboard, else 421 before anything is read: a page of
+another site whose name an attacker points at this address (DNS rebinding) reads
+nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import ipaddress
 import socket
 import sys
 import threading
@@ -36,19 +42,21 @@ import psycopg
 import psycopg.errors
 from psycopg.rows import class_row
 
-from brooq import producer, queries
+from brooq import config, producer, queries
 from brooq.errors import ADMIN, BrooqError, PermissionDenied, mapped
 from brooq.messages import _
-from brooq.producer import JobFate, TopicStats
+from brooq.producer import TopicStats
 from brooq.redact import one_line
 from brooq.tools import dashboard_html as html
 
 try:
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
+    from starlette.middleware import Middleware
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
     from starlette.routing import Route
+    from starlette.types import ASGIApp, Receive, Scope, Send
 except ImportError:  # pragma: no cover - the extra is not installed
     Starlette = None  # type: ignore[assignment,misc]
 
@@ -77,7 +85,45 @@ class InFlight(NamedTuple):
     running_for: Any
     lease_left: Any
     expired: bool
-    progress: Any
+    progress: str | None  # the reported progress as JSON text, its first 200 characters
+
+
+class JobLine(NamedTuple):
+    """One row of queries.DASHBOARD_JOBS: a job of the dead and failed list."""
+
+    id: int
+    topic: str
+    state: str
+    attempts: int
+    max_attempts: int
+    updated_at: datetime
+    last_error: str | None
+
+
+class Job(NamedTuple):
+    """One row of queries.DASHBOARD_JOB: a job's page. Payload, result and progress are
+    the stored JSON text, cut at dashboard_html.MAX_SHOWN characters, each with its whole
+    length (None: no value)."""
+
+    id: int
+    topic: str
+    state: str
+    attempts: int
+    max_attempts: int
+    priority: int
+    last_error: str | None
+    key: str | None
+    available_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    locked_by: str | None
+    locked_until: datetime | None
+    payload: str
+    payload_length: int
+    result: str | None
+    result_length: int | None
+    progress: str | None
+    progress_length: int | None
 
 
 class Throughput(NamedTuple):
@@ -180,25 +226,144 @@ class Auth:
 
 
 def same_origin(request: Request) -> bool:
-    """A browser's POST from a page of this dashboard (no Origin: not a browser's form)."""
+    """A browser's POST from a page of this dashboard (no Origin: not a browser's form).
+    The Origin must name the very host the request was sent to, which Hosts allowed."""
     origin = request.headers.get("origin")
     if origin is None:
         return True
-    return urllib.parse.urlsplit(origin).netloc == request.headers.get("host", "")
+    parts = urllib.parse.urlsplit(origin)
+    return (parts.scheme in ("http", "https")
+            and parts.netloc.lower() == request.headers.get("host", "").lower())
+
+
+def local_path(target: str) -> bool:
+    """Whether ``target`` is a path of this dashboard as a browser reads a Location: one
+    "/" then neither "/" nor "\\" (else "//host" or "/\\host" is another site), and no
+    control character nor backslash anywhere (URL parsers drop tabs and newlines, so
+    "/\t/host" would become "//host")."""
+    return (target.startswith("/") and target[1:2] not in ("/", "\\")
+            and not any(c < " " or c in "\x7f\\" for c in target))
 
 
 def safe_next(target: str | None, default: str) -> str:
     """A path of this dashboard to go back to (never another site: no //host, no scheme)."""
-    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
-        return target
-    return default
+    return target if target is not None and local_path(target) else default
 
 
 def with_flash(path: str, flash: str) -> str:
-    parts = urllib.parse.urlsplit(path)
-    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if k != "did"]
-    query.append(("did", flash))
-    return urllib.parse.urlunsplit(("", "", parts.path, urllib.parse.urlencode(query), ""))
+    """``path`` (a safe_next) with ?did=flash: built from the checked text itself, never
+    re-parsed into another (its fragment dropped, its query kept but for `did`)."""
+    base, _sep, query = path.partition("#")[0].partition("?")
+    pairs = [(k, v) for k, v in urllib.parse.parse_qsl(query) if k != "did"]
+    pairs.append(("did", flash))
+    location = f"{base}?{urllib.parse.urlencode(pairs)}"
+    return location if local_path(location) else f"/?{urllib.parse.urlencode([('did', flash)])}"
+
+
+# --- the Host check -----------------------------------------------------------------
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def split_host(value: str) -> tuple[str, int | None]:
+    """A Host header (or an --allowed-host) as (host, port): the host lowercase, an IP
+    address in its usual spelling ("[::1]" for IPv6, in brackets), the port None when
+    not given. ValueError when it is not HOST or HOST:PORT."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        inside, sep, rest = value[1:].partition("]")
+        if not sep:
+            raise ValueError(f"{value[:100]!r}: an IPv6 address in brackets lacks its ]")
+        try:
+            host = f"[{ipaddress.IPv6Address(inside).compressed}]"
+        except ValueError:
+            raise ValueError(f"{value[:100]!r}: not an IPv6 address in brackets") from None
+    else:
+        host, sep, rest = value.partition(":")
+        rest = sep + rest
+        if not host or not all(c.isascii() and (c.isalnum() or c in ".-_") for c in host):
+            raise ValueError(f"{value[:100]!r}: not a host name or an IP address")
+        with contextlib.suppress(ValueError):
+            host = str(ipaddress.IPv4Address(host))
+    if rest and not (rest[0] == ":" and rest[1:].isascii() and rest[1:].isdigit()
+                     and 0 < int(rest[1:]) <= 65535):
+        raise ValueError(f"{value[:100]!r}: not HOST or HOST:PORT")
+    return host, int(rest[1:]) if rest else None
+
+
+def is_ip(host: str) -> bool:
+    """Whether a host of split_host is an IP address."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def is_wildcard(bound: str) -> bool:
+    """Whether a listening address is every address of the machine (0.0.0.0, ::)."""
+    return bound != "localhost" and ipaddress.ip_address(bound).is_unspecified
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """The names this dashboard answers to (docs/dashboard.md, "Which hosts"): the
+    address it listens on, with its port; bound to loopback, also localhost, 127.0.0.1
+    and [::1]; bound to every address (0.0.0.0, ::), any IP address and localhost;
+    always the names given by --allowed-host ("NAME": any port, "NAME:PORT": that one)."""
+
+    bound: str  # the listening address as split_host spells it
+    port: int  # the listening port
+    wildcard: bool  # bound to every address
+    loopback: bool  # bound to a loopback address
+    names: frozenset[tuple[str, int | None]] = frozenset()
+
+    @staticmethod
+    def of(bound: str, port: int, allowed: Sequence[str] = ()) -> Hosts:
+        """For the listening address ``bound`` (an IP address or localhost, as
+        config.parse_address gives it). ValueError for an allowed name that is not
+        HOST or HOST:PORT."""
+        return Hosts(split_host(f"[{bound}]" if ":" in bound else bound)[0], port,
+                     is_wildcard(bound), config.is_loopback(bound),
+                     frozenset(split_host(name) for name in allowed))
+
+    def allows(self, header: str) -> bool:
+        """Whether a request with this Host header is for this dashboard."""
+        try:
+            host, port = split_host(header)
+        except ValueError:
+            return False
+        if (host, None) in self.names or (host, port) in self.names:
+            return True
+        if (port if port is not None else 80) != self.port:
+            return False
+        if host == self.bound:
+            return True
+        if self.wildcard:
+            return is_ip(host) or host == "localhost"
+        return self.loopback and host in LOOPBACK_NAMES
+
+
+MISDIRECTED = ("421 Misdirected Request: this dashboard does not answer to this Host. "
+               "Open it by its own address, or start it with --allowed-host NAME "
+               "(docs/dashboard.md, \"Which hosts\").\n")
+
+
+class HostCheck:
+    """ASGI middleware: a request whose Host is not allowed gets 421 and nothing else."""
+
+    def __init__(self, app: ASGIApp, hosts: Hosts) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":  # (the dashboard has no websocket, and no lifespan)
+            given = [v.decode("latin-1") for k, v in scope["headers"] if k == b"host"]
+            if len(given) != 1 or not self.hosts.allows(given[0]):
+                await PlainTextResponse(MISDIRECTED, 421, headers=SECURITY_HEADERS)(
+                    scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 # --- the database -------------------------------------------------------------------
@@ -232,15 +397,18 @@ class Database:
             return conn.cursor(row_factory=class_row(InFlight)).execute(
                 queries.DASHBOARD_IN_FLIGHT, [LIST_LIMIT]).fetchall()
 
-    def jobs(self, topic: str | None, states: Sequence[str]) -> tuple[list[JobFate], list[str]]:
+    def jobs(self, topic: str | None, states: Sequence[str]) -> tuple[list[JobLine], list[str]]:
         with self.connect() as conn:
             topics = [s.topic for s in producer.topic_stats(conn)]
-            jobs = producer.list_jobs(conn, topic=topic, states=states, limit=LIST_LIMIT)
+            jobs = conn.cursor(row_factory=class_row(JobLine)).execute(
+                queries.DASHBOARD_JOBS,
+                {"topic": topic, "states": list(states), "limit": LIST_LIMIT}).fetchall()
         return jobs, topics
 
-    def job(self, job_id: int) -> JobFate | None:
+    def job(self, job_id: int) -> Job | None:
         with self.connect() as conn:
-            return producer.get_job(conn, job_id)
+            return conn.cursor(row_factory=class_row(Job)).execute(
+                queries.DASHBOARD_JOB, {"id": job_id, "shown": html.MAX_SHOWN}).fetchone()
 
     def act(self, action: str, target: int | str) -> bool:
         """Run an action (needs brooq_admin): whether it changed anything."""
@@ -275,8 +443,9 @@ JOB_STATES = {"dead": ["dead"], "failed": ["failed"], "canceled": ["canceled"],
               "": ["dead", "failed"]}
 
 
-def create_app(dsn: str, token: str | None) -> Starlette:
-    """The dashboard as an ASGI application (uvicorn serves it, see serve)."""
+def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
+    """The dashboard as an ASGI application (uvicorn serves it, see serve), answering
+    the ``hosts`` only."""
     if Starlette is None:
         raise BrooqError(_("cli.dashboard_needs", hint=HINT))
     db = Database(dsn)
@@ -432,7 +601,7 @@ def create_app(dsn: str, token: str | None) -> Starlette:
         Route("/logout", logout, methods=["POST"]),
         Route("/healthz", healthz),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(HostCheck, hosts=hosts)])
 
 
 # --- serving ------------------------------------------------------------------------
@@ -443,15 +612,17 @@ def listen(host: str, port: int) -> socket.socket:
     return socket.create_server((host, port), family=family, reuse_port=False)
 
 
-def serve(dsn: str, token: str | None, host: str, port: int,
+def serve(dsn: str, token: str | None, host: str, port: int, allowed: Sequence[str] = (),
           announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
           ) -> None:
-    """Serve the dashboard until SIGINT or SIGTERM."""
+    """Serve the dashboard until SIGINT or SIGTERM, answering the Host names of
+    Hosts.of(host, port, allowed) only (ValueError: an allowed name is not HOST[:PORT])."""
     import uvicorn
 
-    app = create_app(dsn, token)
+    Hosts.of(host, port, allowed)  # a wrong name fails before listening
     sock = listen(host, port)
     bound = sock.getsockname()[1]
+    app = create_app(dsn, token, Hosts.of(host, bound, allowed))
     shown = f"[{host}]" if ":" in host else host
     mode = _("dash.mode_actions") if token else _("dash.mode_read_only")
     announce(_("dash.serving", host=shown, port=bound, mode=mode))

@@ -16,11 +16,11 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from brooq.messages import _, language_tag, template
-from brooq.producer import JobFate, TopicStats
+from brooq.producer import TopicStats
 from brooq.tools.text import format_duration
 
 if TYPE_CHECKING:
-    from brooq.tools.dashboard import InFlight
+    from brooq.tools.dashboard import InFlight, Job, JobLine
 
 MAX_SHOWN = 65536  # characters of a payload, result or error on a page
 
@@ -57,10 +57,20 @@ def age(value: timedelta | None) -> str:
     return esc(format_duration(value))
 
 
-def pretty(value: Any) -> str:
-    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
-    if len(text) > MAX_SHOWN:
-        text = text[:MAX_SHOWN] + "\n" + _("dash.more_characters", count=len(text) - MAX_SHOWN)
+def pretty(stored: str, length: int) -> str:
+    """A jsonb value read as text (at most MAX_SHOWN characters of its ``length``):
+    indented when whole and Python can decode it, else as stored, cut short with a note.
+    Decoding fails on what jsonb holds and Python's json refuses: nesting past the
+    recursion limit, an integer of thousands of digits."""
+    text = stored
+    if length <= MAX_SHOWN:
+        try:
+            text = json.dumps(json.loads(stored), indent=2, ensure_ascii=False, sort_keys=True)
+        except (ValueError, RecursionError):
+            pass
+        length = len(text)
+    if length > MAX_SHOWN:
+        text = text[:MAX_SHOWN] + "\n" + _("dash.more_characters", count=length - MAX_SHOWN)
     return f"<pre>{esc(text)}</pre>"
 
 
@@ -228,7 +238,7 @@ def in_flight(view: View, rows: Sequence[InFlight]) -> str:
     body = []
     for r in rows:
         lease = badge("expired", _("dash.expired")) if r.expired else age(r.lease_left)
-        progress = esc(json.dumps(r.progress, ensure_ascii=False)[:200]) if r.progress is not None else ""
+        progress = esc(r.progress or "")
         body.append(f'<tr><td><a href="/jobs/{r.id}">{r.id}</a></td><td>{esc(r.topic)}</td>'
                     f'<td class="n">{r.attempts}/{r.max_attempts}</td><td>{esc(r.locked_by)}</td>'
                     f"<td>{when(r.claimed_at)}</td><td class=\"n\">{age(r.running_for)}</td>"
@@ -240,7 +250,7 @@ def in_flight(view: View, rows: Sequence[InFlight]) -> str:
                              f'<p class="muted">{t("dash.in_flight_note")}</p>')
 
 
-def jobs(view: View, rows: Sequence[JobFate], topic_names: Iterable[str], topic: str | None,
+def jobs(view: View, rows: Sequence[JobLine], topic_names: Iterable[str], topic: str | None,
          state: str) -> str:
     title = _("dash.tab.jobs")
     options = [f'<option value="">{t("dash.every_topic")}</option>'] + [
@@ -269,7 +279,7 @@ def jobs(view: View, rows: Sequence[JobFate], topic_names: Iterable[str], topic:
                              f'<p class="muted">{t("dash.jobs_note")}</p>')
 
 
-def job(view: View, j: JobFate) -> str:
+def job(view: View, j: Job) -> str:
     rows = [("dash.fact.topic", f'<a href="/jobs?topic={q(j.topic)}">{esc(j.topic)}</a>'),
             ("dash.fact.state", badge(j.state)),
             ("dash.fact.attempts", t("dash.attempts_of", attempts=j.attempts,
@@ -292,11 +302,11 @@ def job(view: View, j: JobFate) -> str:
     parts = [f'<dl id="facts">{facts}</dl>', actions]
     if j.last_error:
         parts.append(f'<h2>{t("dash.last_error")}</h2><pre id="last-error">{esc(j.last_error[:MAX_SHOWN])}</pre>')
-    parts.append(f'<h2>{t("dash.payload")}</h2>{pretty(j.payload)}')
-    if j.result is not None:
-        parts.append(f'<h2>{t("dash.result")}</h2>{pretty(j.result)}')
-    if j.progress is not None:
-        parts.append(f'<h2>{t("dash.progress")}</h2>{pretty(j.progress)}')
+    parts.append(f'<h2>{t("dash.payload")}</h2>{pretty(j.payload, j.payload_length)}')
+    if j.result is not None and j.result_length is not None:
+        parts.append(f'<h2>{t("dash.result")}</h2>{pretty(j.result, j.result_length)}')
+    if j.progress is not None and j.progress_length is not None:
+        parts.append(f'<h2>{t("dash.progress")}</h2>{pretty(j.progress, j.progress_length)}')
     return page(view, _("dash.job_title", id=j.id), "".join(parts))
 
 
