@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import gettext
+import os
 import re
 import string
 from pathlib import Path
@@ -259,3 +260,40 @@ def test_the_dashboard_pages_follow_brooq_lang_and_stay_escaped(
     empty = html.topics(view, [], {})
     assert '<html lang="en">' in empty and ">Topics</a>" in empty and ">Dead &amp; failed</a>" in empty
     assert "<code>brooq declare-topic NAME</code>" in empty
+
+
+def plant_catalogue(root: Path) -> Path:
+    """A brooq catalogue at ROOT/x/LC_MESSAGES/brooq.mo that says PLANTED; the dir x."""
+    where = root / "x" / "LC_MESSAGES"
+    where.mkdir(parents=True)
+    header = "Content-Type: text/plain; charset=UTF-8\n"
+    (where / "brooq.mo").write_bytes(messages.compile_mo({"": header, "cli.no_dsn": "PLANTED"}))
+    return root / "x"
+
+
+@pytest.mark.parametrize("variable", ["BROOQ_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"])
+def test_a_language_is_never_a_path(variable: str, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    planted = plant_catalogue(tmp_path)
+    assert gettext.translation("brooq", "/nowhere", languages=[str(planted)]).gettext(
+        "cli.no_dsn") == "PLANTED"  # what gettext does with a path for a language
+    relative = os.path.relpath(planted, messages.LOCALEDIR)  # ../../../tmp/.../x
+    for value in (str(planted), relative, f"ru:{planted}", f"{planted}:xx", f"./{relative}"):
+        for v in ("BROOQ_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+            monkeypatch.delenv(v, raising=False)
+        monkeypatch.setenv(variable, value)
+        assert "PLANTED" not in _("cli.no_dsn"), value
+    # the command too, in a process of its own: English, never the planted catalogue
+    env = {**ENGLISH_LOCALE, variable: str(planted)}
+    done = brooq("stats", env=env)
+    assert "PLANTED" not in done.stderr and "no database" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("tag", ["ru", "ru_RU", "ru_RU.UTF-8", "ru_RU.utf8@latin", "pt-BR"])
+def test_language_tags_still_choose_their_catalogue(tag: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert messages.is_language_tag(tag)
+    monkeypatch.setenv("BROOQ_LANG", tag)
+    if tag.startswith("ru"):
+        assert _("cli.no_dsn") != ENGLISH["cli.no_dsn"]
+    for bad in ("/tmp/x", "../x", "..", ".hidden", "ru/../x", "ru ru", ""):
+        assert not messages.is_language_tag(bad), bad

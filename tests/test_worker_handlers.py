@@ -155,6 +155,28 @@ def test_async_handlers_run_on_the_workers_event_loop(db: str, conn: Conn) -> No
     assert elapsed < 5, "20 handlers sleeping 0.3s should run concurrently (6s one by one)"
 
 
+def test_an_async_worker_runs_the_neighbours_of_a_payload_it_cannot_decode(db: str, conn: Conn) -> None:
+    worker = brooq.Worker(db, concurrency=8, **FAST)
+    runs: list[int] = []
+
+    @worker.handler("fetch")
+    async def fetch(job: brooq.Job) -> Any:
+        runs.append(job.payload["n"])
+
+    brooq.declare_topic(conn, "fetch")
+    normal = [enqueue_sql(conn, "fetch", f'{{"n": {n}}}') for n in range(3)]
+    deep = enqueue_sql(conn, "fetch", "[" * 1500 + "]" * 1500)
+    with running(worker):
+        wait_for(lambda: conn.execute("select count(*) = 4 from brooq.job where state in ('done', 'dead')"
+                                      ).fetchone() == (True,), what="every job settled")
+    assert sorted(runs) == [0, 1, 2]
+    assert [fate(conn, j).attempts for j in normal] == [1, 1, 1]
+    row = conn.execute("select state, attempts, last_error from brooq.job where id = %s", [deep]).fetchone()
+    assert row is not None and row[:2] == ("dead", 1)
+    assert row[2].startswith("payload cannot be decoded: RecursionError: maximum recursion depth")
+    assert worker.snapshot().lease_lost == 0
+
+
 def test_heartbeats_keep_a_long_job_past_several_leases(db: str, conn: Conn) -> None:
     worker = brooq.Worker(db, lease=timedelta(seconds=1), poll_interval=timedelta(milliseconds=100))
     thief = brooq.Worker(db, lease=timedelta(seconds=1), poll_interval=timedelta(milliseconds=100))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -346,3 +347,81 @@ def test_a_postgresql_crash_loses_claims_never_outcomes() -> None:
         assert token != before[job_id][2], (before, after)
     assert all(runs[i] == 2 for i in held) and attempts == [1] * 16  # ran again, one attempt charged
     assert snapshot.lease_lost >= 16  # the first runs' settles were fenced off
+
+
+# Payloads PostgreSQL stores and Python's json module cannot decode: nested past the
+# recursion limit, and an integer longer than int_max_str_digits (4300).
+HOSTILE = {"RecursionError": "(repeat('[', 1500) || repeat(']', 1500))::jsonb",
+           "ValueError": "('1' || repeat('0', 5000))::jsonb"}
+
+
+def enqueue_hostile(conn: Conn, topic: str) -> dict[str, int]:
+    ids = {}
+    for cause, payload in HOSTILE.items():
+        row = conn.execute(f"select id from brooq.enqueue(%s, {payload})", [topic]).fetchone()
+        assert row is not None
+        ids[cause] = int(row[0])
+    return ids
+
+
+def test_a_payload_python_cannot_decode_kills_its_own_job_only(procs: Processes, conn: Conn) -> None:
+    declare(conn)
+    normal = [j.id for j in brooq.enqueue_many(conn, "echo", [{"n": n} for n in range(5)])]
+    hostile = enqueue_hostile(conn, "echo")
+    # all seven in the first claim (concurrency 8): every neighbour of the hostile two
+    w = procs.start("tolerant", "--lease", "2s", "--concurrency", "8")
+    wait_for(lambda: conn.execute(
+        "select count(*) = 7 from brooq.job where state in ('done', 'dead')").fetchone() == (True,),
+        what="every job settled")
+    time.sleep(0.5)  # a second claim, had there been one, would show now
+    w.send_signal(signal.SIGTERM)
+    out, _ = w.communicate(timeout=10)
+    rows = conn.execute("select id, state, attempts, last_error from brooq.job").fetchall()
+    by_id = {r[0]: r[1:] for r in rows}
+    assert [by_id[i][:2] for i in normal] == [("done", 1)] * 5, (rows, out)
+    for cause, job_id in hostile.items():
+        state, attempts, error = by_id[job_id]
+        assert (state, attempts) == ("dead", 1), (rows, out)
+        assert error.startswith(f"payload cannot be decoded: {cause}: "), error
+        assert len(error) < 400
+    assert "lease lost" not in out and "unexpected error" not in out, out
+    assert "lost the database connection" not in out, out
+    assert f"job {hostile['RecursionError']} (echo) is dead after attempt 1/5: payload cannot be decoded" in out
+
+
+def test_reading_a_job_python_cannot_decode_names_it(conn: Conn) -> None:
+    brooq.declare_topic(conn, "echo")
+    normal = brooq.enqueue(conn, "echo", {"n": 1}).id
+    hostile = enqueue_hostile(conn, "echo")
+    for cause, job_id in hostile.items():
+        with pytest.raises(brooq.UndecodableJob) as raised:
+            brooq.get_job(conn, job_id)
+        assert raised.value.job_id == job_id
+        assert str(raised.value).startswith(
+            f"job {job_id}: its payload is JSON that Python cannot decode ({cause}: ")
+        assert f"payload::text from brooq.jobs where id = {job_id}" in str(raised.value)
+    # one such job hides no other: list_jobs gives it as an Undecodable
+    jobs = {j.id: j for j in brooq.list_jobs(conn, topic="echo")}
+    assert jobs[normal].payload == {"n": 1}
+    for cause, job_id in hostile.items():
+        payload = jobs[job_id].payload
+        assert isinstance(payload, brooq.Undecodable) and payload.cause.startswith(f"{cause}: ")
+    # the connection is unharmed, inside a transaction as well
+    with conn.transaction():
+        with pytest.raises(brooq.UndecodableJob):
+            brooq.get_job(conn, hostile["ValueError"])
+        assert fate(conn, normal).payload == {"n": 1}
+    conn.execute("update brooq.job set state = 'dead' where id = %s", [hostile["ValueError"]])
+    with pytest.raises(brooq.UndecodableJob):
+        brooq.wait(conn, hostile["ValueError"], timeout=1)
+
+    async def read() -> None:
+        async with await psycopg.AsyncConnection.connect(conn.info.dsn, password=conn.info.password,
+                                                         autocommit=True) as aconn:
+            with pytest.raises(brooq.UndecodableJob):
+                await brooq.aio.get_job(aconn, hostile["RecursionError"])
+            with pytest.raises(brooq.UndecodableJob):
+                await brooq.wait_async(aconn, hostile["ValueError"], timeout=1)
+            assert (await brooq.aio.get_job(aconn, normal)) is not None
+
+    asyncio.run(read())

@@ -29,9 +29,11 @@ from brooq.errors import (
     PayloadTooLarge,
     PermissionDenied,
     PgCronMissing,
+    UndecodableJob,
     UnknownTopic,
 )
 from brooq.job import Canceled, Job
+from brooq.payload import Undecodable
 from brooq.producer import (
     Enqueued,
     JobFate,
@@ -70,6 +72,8 @@ __all__ = [
     "SchemaMismatch",
     "TopicSnapshot",
     "TopicStats",
+    "Undecodable",
+    "UndecodableJob",
     "UnknownTopic",
     "Worker",
     "WorkerConfig",

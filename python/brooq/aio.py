@@ -24,6 +24,7 @@ from psycopg.rows import class_row, scalar_row
 
 from brooq import queries, tracing
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
+from brooq.payload import guard_jsonb
 from brooq.producer import (
     Enqueued,
     JobFate,
@@ -31,6 +32,7 @@ from brooq.producer import (
     busy_what,
     busy_what_batch,
     declare_topic_args,
+    decoded,
     enqueue_args,
     enqueue_many_args,
     key_busy,
@@ -110,13 +112,15 @@ async def cancel(conn: AsyncConn, job_id: int) -> bool:
 
 
 async def get_job(conn: AsyncConn, job_id: int) -> JobFate | None:
-    """A job's fate in one SELECT, or None when no job has this id (never existed or purged)."""
+    """A job's fate in one SELECT, or None when no job has this id (never existed or purged);
+    UndecodableJob as brooq.get_job."""
     if job_id is None:
         raise InvalidArgument("job_id must not be None")
     with mapped(PRODUCER, conn):
         cur = conn.cursor(row_factory=class_row(JobFate))
+        guard_jsonb(cur)
         await cur.execute(queries.GET_JOB, [job_id])
-        return await cur.fetchone()
+        return decoded(await cur.fetchone())
 
 
 async def topic_stats(conn: AsyncConn) -> list[TopicStats]:

@@ -27,7 +27,7 @@ import psycopg
 
 from brooq import nometrics
 from brooq.errors import ConfigError
-from brooq.redact import one_line
+from brooq.redact import one_line, remember
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
@@ -165,6 +165,8 @@ class WorkerConfig:
     def validate(self, problems: list[str] | None = None) -> None:
         """Raise ConfigError listing every problem, if there is any."""
         problems = list(problems or [])
+        remember(self.dsn)  # no message of this process shows their passwords (brooq.redact)
+        remember(self.listen_dsn)
         if not self.dsn:
             problems.append("dsn: missing; pass dsn= or set BROOQ_DSN")
         else:

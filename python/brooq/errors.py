@@ -62,6 +62,18 @@ class KeyBusy(BrooqError):
     same (topic, idempotency key), longer than the setting brooq.key_wait (default 5s)."""
 
 
+class UndecodableJob(BrooqError):
+    """get_job or wait read a job whose payload, result or progress Python's json module
+    cannot decode (nested deeper than the recursion limit, an integer longer than
+    sys.get_int_max_str_digits()); ``.job_id`` names it. Its state is read as text with
+    ``select state, last_error from brooq.jobs where id = ...``."""
+
+    def __init__(self, message: str, *, job_id: int, hint: str | None = None,
+                 reason: str | None = None) -> None:
+        super().__init__(message, hint=hint, reason=reason)
+        self.job_id = job_id
+
+
 class ConnectError(BrooqError):
     """A worker could not connect at start (a wrong host, port, database name, user or
     password, or a server that is not up): it stops instead of retrying. Once it has

@@ -30,6 +30,7 @@ import psycopg
 
 from brooq import queries
 from brooq.messages import _
+from brooq.redact import one_line
 
 log = logging.getLogger("brooq.worker")
 
@@ -104,5 +105,5 @@ class Listener:
             except psycopg.Error as exc:
                 failures += 1
                 delay = backoff(failures)
-                log.debug(_("worker.listener_lost", worker=self.worker, error=exc, delay=delay))
+                log.debug(_("worker.listener_lost", worker=self.worker, error=one_line(exc, 300), delay=delay))
                 closing.wait(delay)

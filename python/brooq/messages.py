@@ -7,7 +7,8 @@ Other languages are gettext catalogues, `locale/<lang>/LC_MESSAGES/brooq.po`, wh
 is the key and msgstr the translation; the compiled `.mo` next to each is committed
 (`python -m brooq.messages` rebuilds them, pure Python, no msgfmt needed). The language:
 BROOQ_LANG if set, else the locale (LANGUAGE, LC_ALL, LC_MESSAGES, LANG, as gettext reads
-them); a language without a catalogue, or a key missing from it, gives the English text.
+them), language tags only (ru, ru_RU.UTF-8: never a path); a language without a catalogue,
+or a key missing from it, gives the English text.
 SQL error texts (from PostgreSQL) stay English.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import ast
 import gettext
 import os
+import re
 import struct
 import sys
 from functools import lru_cache
@@ -418,20 +420,40 @@ PLURALS: dict[str, tuple[str, str]] = {
 }
 
 
-def language() -> str | None:
-    """BROOQ_LANG if set (it wins), else None: gettext reads the locale variables."""
-    return os.environ.get("BROOQ_LANG") or None
+LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")  # gettext's order
+# A language tag (ru, ru_RU, ru_RU.UTF-8, sr@latin, pt-BR): gettext joins it into a path
+# (<localedir>/<lang>/LC_MESSAGES), so "/", ".." and a leading "." never pass.
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
+
+
+def is_language_tag(text: str) -> bool:
+    return _TAG.fullmatch(text) is not None and ".." not in text
+
+
+def languages() -> tuple[str, ...]:
+    """The languages to look for, best first: BROOQ_LANG if set (it wins), else the first
+    locale variable set (LANGUAGE, a colon-separated list, LC_ALL, LC_MESSAGES, LANG, as
+    gettext reads them). Only language tags: anything else (a path) is ignored."""
+    env = os.environ
+    return _languages(env.get("BROOQ_LANG"), tuple(env.get(v) for v in LOCALE_VARIABLES))
 
 
 @lru_cache(maxsize=8)
-def _catalogue(lang: str | None) -> gettext.NullTranslations:
-    languages = [lang] if lang else None
-    return gettext.translation(DOMAIN, LOCALEDIR, languages=languages, fallback=True)
+def _languages(brooq_lang: str | None, locale: tuple[str | None, ...]) -> tuple[str, ...]:
+    given = [brooq_lang] if brooq_lang else next((v.split(":") for v in locale if v), [])
+    return tuple(lang for lang in given if is_language_tag(lang))
+
+
+@lru_cache(maxsize=8)
+def _catalogue(langs: tuple[str, ...]) -> gettext.NullTranslations:
+    if not langs:
+        return gettext.NullTranslations()  # English
+    return gettext.translation(DOMAIN, LOCALEDIR, languages=list(langs), fallback=True)
 
 
 def template(key: str) -> str:
     """The text of `key` in the current language, its {fields} not filled in."""
-    text = _catalogue(language()).gettext(key)
+    text = _catalogue(languages()).gettext(key)
     return ENGLISH[key] if text == key else text  # no catalogue, or not in it: English
 
 
@@ -443,7 +465,7 @@ def _(key: str, **fields: Any) -> str:
 def language_tag() -> str:
     """The current language's tag (its catalogue's Language header; "en" without one),
     e.g. for a web page's <html lang>."""
-    catalogue = _catalogue(language())
+    catalogue = _catalogue(languages())
     if isinstance(catalogue, gettext.GNUTranslations):
         return catalogue.info().get("language", "en")
     return "en"
@@ -457,7 +479,7 @@ def plural_id(key: str) -> str:
 def _n(key: str, count: int, **fields: Any) -> str:
     """The text of the plural `key` for `count` in the current language, {count} and the
     fields filled in: the form is chosen by the catalogue's Plural-Forms (English: 1, else)."""
-    text = _catalogue(language()).ngettext(key, plural_id(key), count)
+    text = _catalogue(languages()).ngettext(key, plural_id(key), count)
     if text in (key, plural_id(key)):  # no catalogue, or not in it: English
         text = PLURALS[key][0 if count == 1 else 1]
     return text.format(count=count, **fields)

@@ -16,8 +16,8 @@ from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 
 from brooq import queries, tracing
-from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
-from brooq.payload import jsonb
+from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, UndecodableJob, mapped
+from brooq.payload import Undecodable, guard_jsonb, jsonb
 
 Conn = psycopg.Connection[Any]
 
@@ -231,13 +231,31 @@ def get_job(conn: Conn, job_id: int) -> JobFate | None:
     """A job's fate in one SELECT, or None when no job has this id (never existed or purged).
 
     Reads the view brooq.jobs, which brooq_producer, brooq_worker and brooq_admin
-    may read (the table brooq.job itself is private).
+    may read (the table brooq.job itself is private). UndecodableJob when its payload,
+    result or progress is JSON that Python cannot decode.
     """
     _sync(conn, "get_job")
     if job_id is None:
         raise InvalidArgument("job_id must not be None")
+    cur = conn.cursor(row_factory=class_row(JobFate))
+    guard_jsonb(cur)
     with mapped(PRODUCER, conn):
-        return conn.cursor(row_factory=class_row(JobFate)).execute(queries.GET_JOB, [job_id]).fetchone()
+        return decoded(cur.execute(queries.GET_JOB, [job_id]).fetchone())
+
+
+def decoded(fate: JobFate | None) -> JobFate | None:
+    """The fate read by get_job or wait; UndecodableJob when a JSON column of it is an
+    Undecodable (its cursor was guard_jsonb's)."""
+    if fate is None:
+        return None
+    for column in ("payload", "result", "progress"):
+        value = getattr(fate, column)
+        if isinstance(value, Undecodable):
+            reason = f"job {fate.id}: its {column} is JSON that Python cannot decode ({value.cause})"
+            hint = (f"read it as text: select state, last_error, {column}::text from brooq.jobs"
+                    f" where id = {fate.id}")
+            raise UndecodableJob(f"{reason} (hint: {hint})", job_id=fate.id, hint=hint, reason=reason)
+    return fate
 
 
 STATES = ("pending", "processing", "failed", "done", "dead", "canceled")
@@ -246,14 +264,18 @@ STATES = ("pending", "processing", "failed", "done", "dead", "canceled")
 def list_jobs(conn: Conn, *, topic: str | None = None, states: Sequence[str] | None = None,
               limit: int = 50) -> list[JobFate]:
     """Jobs newest first (highest id), at most ``limit`` (1 to 10000), of one ``topic``
-    and in ``states`` when given: e.g. the dead ones with their last_error."""
+    and in ``states`` when given: e.g. the dead ones with their last_error. A payload,
+    result or progress Python cannot decode is given as a brooq.Undecodable (a str that
+    says why): one such job never hides the others."""
     _sync(conn, "list_jobs")
     if not 1 <= limit <= 10000:
         raise InvalidArgument(f"limit {limit} is not between 1 and 10000")
     if states is not None and (bad := sorted(set(states) - set(STATES))):
         raise InvalidArgument(f"unknown state {bad[0][:40]!r}: one of {', '.join(STATES)}")
+    cur = conn.cursor(row_factory=class_row(JobFate))
+    guard_jsonb(cur)
     with mapped(PRODUCER, conn):
-        return conn.cursor(row_factory=class_row(JobFate)).execute(queries.LIST_JOBS, {
+        return cur.execute(queries.LIST_JOBS, {
             "topic": topic, "states": None if states is None else list(states),
             "limit": limit}).fetchall()
 

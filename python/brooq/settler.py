@@ -36,6 +36,7 @@ from brooq.job import Chained, Job
 from brooq.messages import _
 from brooq.outcome import Outcome, describe
 from brooq.payload import to_json
+from brooq.redact import one_line
 from brooq.rows import fields_row
 
 log = logging.getLogger("brooq.worker")
@@ -355,7 +356,7 @@ class SettleThread:
                         return  # stopping: what is not written is left to its lease
                     failures += 1
                     log.debug(_("worker.settle_connection_lost", worker=self._settler.worker,
-                                error=exc, failures=failures))
+                                error=one_line(exc, 300), failures=failures))
                     self._closing.wait(min(5.0, 0.05 * 2 ** min(failures, 7)))
                 finally:
                     written, batch = answered(batch, states)

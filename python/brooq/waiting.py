@@ -23,7 +23,8 @@ from psycopg.rows import class_row, scalar_row
 
 from brooq import queries
 from brooq.errors import mapped
-from brooq.producer import JobFate
+from brooq.payload import guard_jsonb
+from brooq.producer import JobFate, decoded
 
 TERMINAL = frozenset({"done", "dead", "canceled"})
 
@@ -49,7 +50,8 @@ def wait(conn: psycopg.Connection[Any], job_id: int,
          timeout: float | timedelta = 30.0) -> JobFate | None:
     """The job's fate once it is done, dead or canceled; None when no job has this id.
 
-    TimeoutError when it is not terminal within ``timeout`` (seconds or a timedelta).
+    TimeoutError when it is not terminal within ``timeout`` (seconds or a timedelta);
+    UndecodableJob as brooq.get_job.
     """
     seconds = _seconds(timeout)
     _autocommit(conn)
@@ -59,8 +61,9 @@ def wait(conn: psycopg.Connection[Any], job_id: int,
         watch = conn.cursor(row_factory=scalar_row).execute(queries.WATCH, [job_id]).fetchone()
         try:
             while True:
-                fate = conn.cursor(row_factory=class_row(JobFate)).execute(
-                    queries.GET_JOB, [job_id]).fetchone()
+                cur = conn.cursor(row_factory=class_row(JobFate))
+                guard_jsonb(cur)
+                fate = decoded(cur.execute(queries.GET_JOB, [job_id]).fetchone())
                 if fate is None or fate.state in TERMINAL:
                     return fate
                 left = deadline - time.monotonic()
@@ -86,8 +89,10 @@ async def wait_async(conn: psycopg.AsyncConnection[Any], job_id: int,
         watch = await cur.fetchone()
         try:
             while True:
-                read = await conn.cursor(row_factory=class_row(JobFate)).execute(queries.GET_JOB, [job_id])
-                fate = await read.fetchone()
+                read = conn.cursor(row_factory=class_row(JobFate))
+                guard_jsonb(read)
+                await read.execute(queries.GET_JOB, [job_id])
+                fate = decoded(await read.fetchone())
                 if fate is None or fate.state in TERMINAL:
                     return fate
                 left = deadline - time.monotonic()

@@ -67,7 +67,7 @@ from brooq.listener import RECONNECT_MAX, Listener, backoff
 from brooq.messages import _
 from brooq.nometrics import NoMetrics
 from brooq.outcome import Outcome, of_exception, of_return
-from brooq.payload import register_loaders
+from brooq.payload import Undecodable, register_loaders
 from brooq.producer import declare_topic
 from brooq.redact import one_line
 from brooq.rows import fields_row
@@ -773,6 +773,10 @@ class Worker:
         queued: list[Attempt] = []  # sync: started by a pool thread when one is free
         for job in jobs:
             att = self._start(job, now)
+            if type(job.payload) is Undecodable:  # no handler can take it, no retry fix it
+                self._running.discard(att)
+                self._undecodable(att)
+                continue
             if att.out_of_time(started):  # max_execution spent before this attempt: never run it
                 self._running.discard(att)
                 self._out_of_time(att, started, before=True)
@@ -986,6 +990,13 @@ class Worker:
                 log.error(_("job.hung", id=att.job.id, topic=att.job.topic,
                             handler=getattr(att.handler.fn, "__qualname__", att.handler.fn),
                             seconds=now - att.canceled_at, reason=att.job.canceled.reason))
+
+    def _undecodable(self, att: Attempt) -> None:
+        """A payload Python cannot decode (brooq.payload.Undecodable): the job is dead at once,
+        the cause in its last_error; the jobs claimed beside it run."""
+        att.closed = True
+        payload: Undecodable = att.job.payload
+        self._settler.add(att, Outcome("dead", f"payload cannot be decoded: {payload.cause}"))
 
     def _out_of_time(self, att: Attempt, now: float, *, before: bool) -> None:
         """The job's max_execution ran out: stop its handler (if it runs) and settle the

@@ -29,7 +29,7 @@ from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
 from brooq.messages import _, _n
 from brooq.payload import jsonb
 from brooq.producer import HELD_BY, STATES, JobFate, TopicStats
-from brooq.redact import one_line
+from brooq.redact import one_line, remember
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ def dsn_of(args: argparse.Namespace) -> str:
     dsn: str | None = args.dsn or os.environ.get("BROOQ_DSN")
     if not dsn:
         raise UsageError(_("cli.no_dsn"))
+    remember(dsn)  # no message shows its password, in any spelling (brooq.redact)
     return dsn
 
 

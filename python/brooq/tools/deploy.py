@@ -67,7 +67,7 @@ def libpq_env(dsn: str) -> dict[str, str]:
     try:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
-        raise DeployError(_("deploy.invalid_dsn", reason=one_line(exc))) from exc
+        raise DeployError(_("deploy.invalid_dsn", reason=one_line(exc, dsn=dsn))) from exc
     env = dict(os.environ)
     for key, value in params.items():
         if key in _PG_ENV and value is not None:
