@@ -12,11 +12,22 @@ begin;
 -- payload when they make this job terminal. LISTEN brooq_settled first, then
 -- watch, then read the job: a job that became terminal before the watch is seen
 -- by that read, one that becomes terminal after it wakes the listener. Returns the
--- watch's id, for unwatch. Drops watches older than a day (waiters that died).
--- unwatch: forget a watch; false when it was already gone.
+-- watch's id, for unwatch. Drops up to 100 watches older than a day (waiters that
+-- died; job_watch_since_idx finds them, so a watch never scans the table).
+-- unwatch: forget a watch; false when it was already gone (or never existed).
+--
+-- A watch id is a random positive 63-bit number (gen_random_uuid's strong
+-- randomness, like claim's lease_token), drawn again on the rare collision: unwatch
+-- removes only a watch whose id its caller was given, and nobody can guess another
+-- caller's. (Sequential ids would let any producer remove the others' watches,
+-- and their waiters would sleep to their timeouts.) The id, not the role or the
+-- backend, is what proves ownership: two waiters of one login role must not remove
+-- each other's watches either, and behind a transaction pooler watch and unwatch
+-- may run on different backends.
 -- Errors:
 --   22004 null_value_not_allowed  a NULL argument
--- Touches: inserts (watch) or deletes (unwatch) rows of brooq.job_watch.
+-- Touches: inserts (watch) or deletes (watch: the stale ones; unwatch) rows of
+-- brooq.job_watch.
 create or replace function brooq.watch(job_id bigint)
 returns bigint
 language plpgsql
@@ -32,9 +43,22 @@ begin
             using errcode = 'null_value_not_allowed',
                   hint = 'Pass the id that enqueue returned.';
     end if;
-    delete from brooq.job_watch w where w.since < v_now - interval '1 day';
-    insert into brooq.job_watch (job_id, since) values (watch.job_id, v_now)
-    returning id into v_id;
+    delete from brooq.job_watch w
+     where w.id in (select o.id from brooq.job_watch o
+                     where o.since < v_now - interval '1 day'
+                     order by o.since
+                     limit 100
+                       for update skip locked);
+    loop
+        -- the top bit cleared: positive, or 0 (drawn again, like a collision)
+        v_id := ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 8), 'hex'))::bit(64)::bigint
+                & 9223372036854775807;
+        insert into brooq.job_watch (id, job_id, since)
+        select v_id, watch.job_id, v_now
+         where v_id > 0
+            on conflict on constraint job_watch_pkey do nothing;
+        exit when found;
+    end loop;
     return v_id;
 end
 $$;

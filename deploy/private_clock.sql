@@ -16,8 +16,9 @@ begin;
 --   42501 insufficient_privilege  brooq.now is set in a session that is not a superuser's
 --
 -- Deliberately without SET search_path: a SET clause costs about 0.1 ms per call.
--- Every name in it is schema-qualified, it is not SECURITY DEFINER and runs inside
--- the pinned path of its callers, so there is nothing to hijack. Hot-path
+-- Every name in it is schema-qualified, operators too (OPERATOR(pg_catalog.=)), so
+-- it resolves nothing through the caller's search_path even when called outside
+-- the pinned path of brooq's functions (the views, a caller's own query). Hot-path
 -- functions call it once and keep the value in a variable.
 create or replace function brooq._now()
 returns timestamptz
@@ -28,10 +29,10 @@ as $$
 declare
     v_frozen text := pg_catalog.current_setting('brooq.now', true);
 begin
-    if v_frozen is null or v_frozen = '' then
+    if v_frozen is null or v_frozen operator(pg_catalog.=) '' then
         return pg_catalog.clock_timestamp();
     end if;
-    if not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user) then
+    if not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname operator(pg_catalog.=) session_user) then
         raise exception 'brooq.now is set to "%", but only a superuser may freeze brooq''s clock', pg_catalog.left(v_frozen, 40)
             using errcode = 'insufficient_privilege',
                   hint = 'RESET brooq.now; brooq takes its time from the database clock.';

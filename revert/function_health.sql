@@ -3,6 +3,7 @@
 begin;
 
 drop function brooq.health();
+drop function brooq._health_jobs();
 drop type brooq.health_check;
 
 commit;

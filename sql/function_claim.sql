@@ -33,11 +33,13 @@
 -- (job_suspect_idx finds them; it is empty on a healthy queue.)
 --
 -- Flow control (issue 14): a topic declared with max_in_flight or rate (see
--- brooq.declare_topic) is claimed under a lock of its own: a transaction-level
--- advisory lock (key pair 1651666801, hashtext(topic); taken in hash order, so
--- claims of several topics cannot deadlock), held until the claim's transaction
--- ends. Under it, in statements that start after the lock is granted (so they see
--- every claim of the topic that committed before), claim counts the topic's jobs
+-- brooq.declare_topic) is claimed under a lock of its own: the topic's row of
+-- brooq.flow_lock, locked FOR UPDATE (taken in name order, so claims of several
+-- topics cannot deadlock) and held until the claim's transaction ends. Only
+-- brooq's owner may lock that row (not an advisory lock, which any login could
+-- take and hold; see brooq.flow_lock). Under it, in statements that start after
+-- the lock is granted (so they see every claim of the topic that committed
+-- before), claim counts the topic's jobs
 -- processing and its claims in the current window, and takes at most
 --   least(max_jobs, max_in_flight - processing, rate - claims in (t - per, t])
 -- jobs of the topic. Only claim makes a job processing, so counting under the lock
@@ -90,8 +92,9 @@
 --   42704 undefined_object         a topic was never declared
 --   25000 invalid_transaction_state  a flow-limited topic claimed in a transaction
 --                                  that is not READ COMMITTED
--- Touches: updates up to max_jobs rows of brooq.job; for rate-limited topics,
--- trims and appends to brooq.claim_window.
+-- Touches: updates up to max_jobs rows of brooq.job; for flow-limited topics,
+-- locks their rows of brooq.flow_lock; for rate-limited topics, trims and appends
+-- to brooq.claim_window.
 create or replace function brooq.claim(
     worker text,
     topics text[],
@@ -115,7 +118,6 @@ declare
     v_caps integer[];         -- per active topic, the most jobs this call may take of it
     v_rated text[] := '{}';   -- the active topics with a rate limit ...
     v_rated_at timestamptz[] := '{}';  -- ... and the instant their claims are counted at
-    v_lock integer;
     v_execs interval[];       -- per active topic, its max_execution (NULL: none)
     v_limits record;
     v_n bigint;
@@ -182,9 +184,15 @@ begin
                 using errcode = 'invalid_transaction_state',
                       hint = 'Claim in a READ COMMITTED transaction (the default), e.g. in autocommit.';
         end if;
-        foreach v_lock in array array(select distinct hashtext(f.name) from unnest(v_flow) as f(name) order by 1) loop
-            perform pg_advisory_xact_lock(1651666801, v_lock);
-        end loop;
+        -- v_flow is in name order, and so are the locks
+        select count(*) into v_n
+          from (select from brooq.flow_lock l where l.topic = any(v_flow) order by l.topic for update) as l;
+        if v_n < cardinality(v_flow) then
+            -- a topic row written without declare_topic has no lock row yet: add it
+            insert into brooq.flow_lock (topic) select f.name from unnest(v_flow) as f(name) order by 1
+                on conflict on constraint flow_lock_pkey do nothing;
+            perform from brooq.flow_lock l where l.topic = any(v_flow) order by l.topic for update;
+        end if;
         v_caps := array_fill(claim.max_jobs, array[cardinality(v_active)]);
         for i in 1 .. cardinality(v_active) loop
             select t.max_in_flight, t.rate, t.per into v_limits from brooq.topic t where t.name = v_active[i];

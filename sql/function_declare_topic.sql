@@ -55,7 +55,8 @@
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  a bad name or setting
--- Touches: inserts or updates one row of brooq.topic.
+-- Touches: inserts or updates one row of brooq.topic; inserts the topic's row of
+-- brooq.flow_lock when it is missing.
 
 -- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
 -- max_lease_losses, before the flow limits, before max_execution and before the
@@ -225,6 +226,9 @@ begin
             retain_payload = excluded.retain_payload,
             updated_at = excluded.updated_at
     returning t.* into v_topic;
+    -- the row brooq.claim locks to count the topic's flow limits (brooq.flow_lock)
+    insert into brooq.flow_lock (topic) values (declare_topic.name)
+        on conflict on constraint flow_lock_pkey do nothing;
     return v_topic;
 end
 $$;

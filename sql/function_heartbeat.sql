@@ -29,7 +29,7 @@
 -- Errors:
 --   22004 null_value_not_allowed   worker, job_ids, lease or lease_tokens is NULL
 --   22023 invalid_parameter_value  lease not positive; lease_tokens or progress of
---                                  another length
+--                                  another length; an array of more than one dimension
 --   54000 program_limit_exceeded   more than 10,000 job ids; a progress over 4 kB
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
 -- The signature without progress (0.1.0's, and this change's before progress).
@@ -62,6 +62,12 @@ begin
         raise exception 'invalid lease %', heartbeat.lease
             using errcode = 'invalid_parameter_value',
                   hint = 'The lease must be positive in every part, e.g. ''30 seconds''.';
+    end if;
+    if array_ndims(heartbeat.job_ids) > 1 or array_ndims(heartbeat.lease_tokens) > 1
+        or array_ndims(heartbeat.progress) > 1 then
+        raise exception 'brooq.heartbeat: job_ids, lease_tokens and progress must be one-dimensional arrays'
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass array[id, ...], one element per job, and the lease tokens and progress in the same order.';
     end if;
     if coalesce(cardinality(heartbeat.job_ids), 0) > 10000 then
         raise exception 'brooq.heartbeat: % job ids in one call, more than 10000', cardinality(heartbeat.job_ids)
@@ -107,7 +113,7 @@ end
 $$;
 
 comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, or an array of more than one dimension, 54000 more than 10000 ids or a progress over 4 kB.';
 
 revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
 grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;

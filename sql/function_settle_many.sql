@@ -48,7 +48,8 @@
 -- Returns: (id, new state) for each job that was settled; in no set order.
 -- Errors:
 --   22004 null_value_not_allowed   worker or a required array or element is NULL
---   22023 invalid_parameter_value  arrays of different lengths, duplicate ids,
+--   22023 invalid_parameter_value  arrays of different lengths or of more than one
+--                                  dimension, duplicate ids,
 --                                  an unknown outcome, a missing or negative delay,
 --                                  dead without an error
 --   54000 program_limit_exceeded   more than 10,000 jobs; a result larger than its
@@ -82,6 +83,13 @@ begin
         raise exception 'brooq.settle_many: worker, job_ids, lease_tokens and outcomes must not be NULL'
             using errcode = 'null_value_not_allowed',
                   hint = 'Pass one element per job in job_ids, lease_tokens and outcomes (empty arrays for none).';
+    end if;
+    if array_ndims(settle_many.job_ids) > 1 or array_ndims(settle_many.lease_tokens) > 1
+        or array_ndims(settle_many.outcomes) > 1 or array_ndims(settle_many.errors) > 1
+        or array_ndims(settle_many.delays) > 1 or array_ndims(settle_many.results) > 1 then
+        raise exception 'brooq.settle_many: job_ids, lease_tokens, outcomes, errors, delays and results must be one-dimensional arrays'
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass array[id, ...], one element per job, and the other arrays in the same order.';
     end if;
     if coalesce(cardinality(settle_many.lease_tokens), 0) <> v_n
         or coalesce(cardinality(settle_many.outcomes), 0) <> v_n

@@ -58,8 +58,9 @@ grant usage on schema brooq to brooq_producer, brooq_worker, brooq_admin;
 --   42501 insufficient_privilege  brooq.now is set in a session that is not a superuser's
 --
 -- Deliberately without SET search_path: a SET clause costs about 0.1 ms per call.
--- Every name in it is schema-qualified, it is not SECURITY DEFINER and runs inside
--- the pinned path of its callers, so there is nothing to hijack. Hot-path
+-- Every name in it is schema-qualified, operators too (OPERATOR(pg_catalog.=)), so
+-- it resolves nothing through the caller's search_path even when called outside
+-- the pinned path of brooq's functions (the views, a caller's own query). Hot-path
 -- functions call it once and keep the value in a variable.
 create or replace function brooq._now()
 returns timestamptz
@@ -70,10 +71,10 @@ as $$
 declare
     v_frozen text := pg_catalog.current_setting('brooq.now', true);
 begin
-    if v_frozen is null or v_frozen = '' then
+    if v_frozen is null or v_frozen operator(pg_catalog.=) '' then
         return pg_catalog.clock_timestamp();
     end if;
-    if not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user) then
+    if not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname operator(pg_catalog.=) session_user) then
         raise exception 'brooq.now is set to "%", but only a superuser may freeze brooq''s clock', pg_catalog.left(v_frozen, 40)
             using errcode = 'insufficient_privilege',
                   hint = 'RESET brooq.now; brooq takes its time from the database clock.';
@@ -318,8 +319,12 @@ comment on type brooq.maintenance_job is 'A pg_cron job registered by brooq.sche
 -- The delay before retry number `attempt`:
 --     d = min(base * 2^(attempt - 1), cap), drawn uniformly from [d/2, d].
 -- The exponent is capped, so a huge attempt number cannot overflow.
--- A plain LANGUAGE sql expression without SET so that settle can inline it; every
--- name is schema-qualified and it is not SECURITY DEFINER.
+-- A plain LANGUAGE sql expression without SET so that settle can inline it (a SET
+-- clause forbids inlining); it is not SECURITY DEFINER, and every name in it is
+-- schema-qualified, operators too (OPERATOR(pg_catalog.x)): its body is parsed in
+-- the caller's search_path, which outside brooq's pinned functions may put another
+-- schema's operators before pg_catalog's. (OPERATOR() syntax has one precedence,
+-- left to right: the parentheses say the order.)
 create or replace function brooq._backoff(base interval, cap interval, attempt integer)
 returns interval
 language sql
@@ -329,254 +334,15 @@ as $$
     select pg_catalog.make_interval(secs =>
         least(
             pg_catalog.date_part('epoch', $1)
-                * pg_catalog.power(2::float8, least(greatest($3 - 1, 0), 64)),
+                operator(pg_catalog.*) pg_catalog.power(2::float8, least(greatest($3 operator(pg_catalog.-) 1, 0), 64)),
             pg_catalog.date_part('epoch', $2))
-        * (0.5 + pg_catalog.random() * 0.5))
+        operator(pg_catalog.*) (0.5::float8 operator(pg_catalog.+) (pg_catalog.random() operator(pg_catalog.*) 0.5::float8)))
 $$;
 
 comment on function brooq._backoff(interval, interval, integer) is
 'Private: retry delay for an attempt, min(base * 2^(attempt-1), cap), uniform in [d/2, d].';
 
 revoke all on function brooq._backoff(interval, interval, integer) from public;
-
--- change function_declare_topic
-
--- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
---                     max_payload_bytes, notify, max_lease, max_lease_losses,
---                     max_in_flight, rate, per, max_execution, retain_done,
---                     retain_payload) -> brooq.topic
---
--- Creates a topic or sets all of its settings (idempotent). A declaration is the
--- whole truth: a setting you leave out takes its default again. Does not change
--- whether the topic is paused. max_attempts is copied into each job at enqueue:
--- jobs already queued keep the value they were enqueued with.
---
--- Parameters:
---   name               lowercase letters, digits, '.', '-', '_'; 1 to 128 chars
---   max_attempts       claims before a failure is final (dead); 1 to 1000
---   backoff_base       first retry delay; > 0
---   backoff_max        cap on retry delays; >= backoff_base; at most 100 years
---   retention          how long terminal jobs are kept before purge; 0 = forever;
---                      at most 100 years (longer ones would overflow timestamptz in
---                      settle and purge)
---   max_payload_bytes  largest accepted payload (bytes of its JSON text); 1 B to 256 MiB
---   notify             NOTIFY brooq on enqueue to wake workers (off: they poll)
---   max_lease          the longest lease claim may give and heartbeat renew;
---                      1 second to 7 days, no negative part (default 1 hour)
---   max_lease_losses   the poison-pill rule: a job whose lease is lost (reaped) this
---                      many times in a row, with no outcome written in between, is
---                      made dead by brooq.reap; 1 to 1000 (default 5)
---   max_in_flight      flow control: at most this many jobs of the topic processing
---                      at any moment, across all workers; 1 to 1000000, NULL (the
---                      default) = no limit. Lowered below the jobs in flight, it
---                      stops claims until they fall below it (none is taken back).
---   rate, per          flow control: at most `rate` jobs of the topic claimed in any
---                      window of length `per` (a sliding window, no burst above rate;
---                      see brooq.claim); rate 1 to 1000000, per 1 millisecond to
---                      1 day (default 1 second when rate is given); rate NULL (the
---                      default) = no rate limit, and then per must be NULL too
---   max_execution      the longest a job may take across all its attempts, counted
---                      from its first claim (waits between attempts included):
---                      claim and heartbeat bound the lease by it, a worker stops the
---                      attempt running when it runs out and records a failed
---                      attempt (so does reap for a lease that ran to it); a job
---                      past it fails each later attempt at once, and is dead only
---                      when its attempts are spent. 1 second to 100 years, no
---                      negative part; NULL (the default) = no limit. Read at each
---                      claim: a new value applies to jobs already queued.
---   retain_done        false: brooq.settle_many deletes a job in the very statement
---                      that settles it done (its idempotency key is free again at
---                      once); a job somebody waits on (brooq.watch) is kept, so the
---                      waiter reads its fate. dead and canceled jobs stay until the
---                      retention purges them. Default true.
---   retain_payload     false: a job's payload becomes 'null'::jsonb when it becomes
---                      terminal (done, dead or canceled: settle_many, cancel, reap's
---                      poison pill); state, attempts, last_error and result stay.
---                      Default true.
---
--- Returns: the topic row as stored.
--- Errors:
---   22004 null_value_not_allowed   a NULL argument
---   22023 invalid_parameter_value  a bad name or setting
--- Touches: inserts or updates one row of brooq.topic.
-
--- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
--- max_lease_losses, before the flow limits, before max_execution and before the
--- retention policies (never
--- released; harmless where they do not exist).
-drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
-drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
-drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
-drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
-drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval);
-
-create or replace function brooq.declare_topic(
-    name text,
-    max_attempts integer default 5,
-    backoff_base interval default '1 second',
-    backoff_max interval default '1 minute',
-    retention interval default '30 days',
-    max_payload_bytes integer default 1048576,
-    notify boolean default true,
-    max_lease interval default '1 hour',
-    max_lease_losses integer default 5,
-    max_in_flight integer default null,
-    rate integer default null,
-    per interval default null,
-    max_execution interval default null,
-    retain_done boolean default true,
-    retain_payload boolean default true)
-returns brooq.topic
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-    v_now timestamptz := brooq._now();
-    v_topic brooq.topic;
-    v_per interval := declare_topic.per;
-begin
-    if declare_topic.name is null or declare_topic.max_attempts is null
-        or declare_topic.backoff_base is null or declare_topic.backoff_max is null
-        or declare_topic.retention is null or declare_topic.max_payload_bytes is null
-        or declare_topic.notify is null or declare_topic.max_lease is null
-        or declare_topic.max_lease_losses is null or declare_topic.retain_done is null
-        or declare_topic.retain_payload is null then
-        raise exception 'brooq.declare_topic: arguments must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Leave an argument out to take its default.';
-    end if;
-    if declare_topic.name !~ '^[a-z0-9._-]{1,128}$' then
-        raise exception 'invalid topic name "%"', left(declare_topic.name, 200)
-            using errcode = 'invalid_parameter_value',
-                  detail = format('The name is %s characters long.', length(declare_topic.name)),
-                  hint = 'Use 1 to 128 lowercase letters, digits, ".", "-" or "_".';
-    end if;
-    if declare_topic.max_attempts not between 1 and 1000 then
-        raise exception 'invalid max_attempts % for topic "%"', declare_topic.max_attempts, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_attempts must be between 1 and 1000.';
-    end if;
-    if declare_topic.backoff_base <= interval '0' then
-        raise exception 'invalid backoff_base % for topic "%"', declare_topic.backoff_base, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'backoff_base must be positive, e.g. ''1 second''.';
-    end if;
-    if declare_topic.backoff_max < declare_topic.backoff_base then
-        raise exception 'invalid backoff_max % for topic "%": below backoff_base %',
-                declare_topic.backoff_max, declare_topic.name, declare_topic.backoff_base
-            using errcode = 'invalid_parameter_value',
-                  hint = 'backoff_max must be at least backoff_base.';
-    end if;
-    if declare_topic.retention < interval '0' then
-        raise exception 'invalid retention % for topic "%"', declare_topic.retention, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'retention must be zero (keep forever) or positive.';
-    end if;
-    if declare_topic.backoff_max > interval '100 years' or declare_topic.retention > interval '100 years' then
-        raise exception 'invalid % % for topic "%": longer than 100 years',
-                case when declare_topic.backoff_max > interval '100 years' then 'backoff_max' else 'retention' end,
-                case when declare_topic.backoff_max > interval '100 years' then declare_topic.backoff_max
-                     else declare_topic.retention end,
-                declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Durations are at most 100 years; a retention of 0 keeps jobs forever.';
-    end if;
-    -- Intervals compare as if a month were 30 days, so '70000000 mons -2099999999 days'
-    -- is "1 day" to the checks above, yet now + it overflows. Settle computes now +
-    -- backoff, purge now - retention: those instants must exist. (Not a hot path.)
-    begin
-        perform v_now + declare_topic.backoff_base, v_now + declare_topic.backoff_max,
-                v_now - declare_topic.retention;
-    exception when datetime_field_overflow then
-        raise exception 'invalid durations for topic "%": now + backoff or now - retention is out of range',
-                declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Write durations without huge negative parts, e.g. ''90 days''.';
-    end;
-    if declare_topic.max_payload_bytes not between 1 and 268435455 then
-        raise exception 'invalid max_payload_bytes % for topic "%"', declare_topic.max_payload_bytes, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_payload_bytes must be between 1 and 268435455 (256 MiB).';
-    end if;
-
-    if declare_topic.max_lease not between interval '1 second' and interval '7 days'
-        or not brooq._duration_ok(declare_topic.max_lease) then
-        raise exception 'invalid max_lease % for topic "%"', declare_topic.max_lease, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_lease must be between 1 second and 7 days, positive in every part, e.g. ''1 hour''.';
-    end if;
-    if declare_topic.max_lease_losses not between 1 and 1000 then
-        raise exception 'invalid max_lease_losses % for topic "%"', declare_topic.max_lease_losses, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_lease_losses must be between 1 and 1000 (lease losses in a row before a job is dead).';
-    end if;
-    if declare_topic.max_in_flight not between 1 and 1000000 then
-        raise exception 'invalid max_in_flight % for topic "%"', declare_topic.max_in_flight, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_in_flight must be between 1 and 1000000, or NULL for no limit.';
-    end if;
-    if declare_topic.rate not between 1 and 1000000 then
-        raise exception 'invalid rate % for topic "%"', declare_topic.rate, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'rate must be between 1 and 1000000 claims per window, or NULL for no rate limit.';
-    end if;
-    if declare_topic.rate is null and v_per is not null then
-        raise exception 'per % given without a rate for topic "%"', v_per, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Give both, e.g. rate => 10, per => ''1 second'', or neither.';
-    end if;
-    if declare_topic.rate is not null then
-        v_per := coalesce(v_per, interval '1 second');
-        if v_per not between interval '1 millisecond' and interval '1 day' or not brooq._duration_ok(v_per) then
-            raise exception 'invalid per % for topic "%"', v_per, declare_topic.name
-                using errcode = 'invalid_parameter_value',
-                      hint = 'per must be between 1 millisecond and 1 day, positive in every part, e.g. ''1 second''.';
-        end if;
-    end if;
-
-    if declare_topic.max_execution not between interval '1 second' and interval '100 years'
-        or not brooq._duration_ok(declare_topic.max_execution) then
-        raise exception 'invalid max_execution % for topic "%"', declare_topic.max_execution, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
-    end if;
-
-    insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
-                                  max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses, max_in_flight, rate, per, max_execution,
-                                  retain_done, retain_payload)
-    values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
-            declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
-            declare_topic.notify, v_now, v_now, declare_topic.max_lease,
-            declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
-            declare_topic.max_execution, declare_topic.retain_done, declare_topic.retain_payload)
-    on conflict on constraint topic_pkey do update
-        set max_attempts = excluded.max_attempts,
-            backoff_base = excluded.backoff_base,
-            backoff_max = excluded.backoff_max,
-            retention = excluded.retention,
-            max_payload_bytes = excluded.max_payload_bytes,
-            notify = excluded.notify,
-            max_lease = excluded.max_lease,
-            max_lease_losses = excluded.max_lease_losses,
-            max_in_flight = excluded.max_in_flight,
-            rate = excluded.rate,
-            per = excluded.per,
-            max_execution = excluded.max_execution,
-            retain_done = excluded.retain_done,
-            retain_payload = excluded.retain_payload,
-            updated_at = excluded.updated_at
-    returning t.* into v_topic;
-    return v_topic;
-end
-$$;
-
-comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) is
-'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Retention policies: retain_done => false deletes a job as it settles done, retain_payload => false clears a terminal job''s payload. Errors: 22004 NULL argument, 22023 bad name or setting.';
-
-revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
-grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) to brooq_admin;
 
 -- change function_pause_topic
 
@@ -929,15 +695,20 @@ revoke all on function brooq._result_too_large(bigint, integer, integer, text) f
 -- an almost always empty table) and NOTIFY brooq_settled, payload the job id,
 -- only for watched jobs that became terminal: nobody watching, no NOTIFY, whose
 -- commit would take PostgreSQL's cluster-wide notify lock on the hot path.
--- A watch left by a waiter that died is dropped by the next watch a day later.
+-- A watch left by a waiter that died is dropped by a watch made a day later
+-- (job_watch_since_idx finds them).
+-- id is random (see brooq.watch), not a sequence: unwatch takes only an id, so only
+-- whoever was given the id can remove the watch.
 create table brooq.job_watch (
-    id     bigint      generated always as identity,
+    id     bigint      not null,
     job_id bigint      not null,
     since  timestamptz not null,
-    constraint job_watch_pkey primary key (id)
+    constraint job_watch_pkey primary key (id),
+    constraint job_watch_id_positive check (id > 0)
 );
 
 create index job_watch_job_idx on brooq.job_watch (job_id);
+create index job_watch_since_idx on brooq.job_watch (since);
 
 comment on table brooq.job_watch is
 'Jobs somebody waits on to become terminal (private: use brooq.watch and brooq.unwatch).';
@@ -1012,11 +783,22 @@ grant execute on function brooq.cancel(bigint) to brooq_admin;
 -- payload when they make this job terminal. LISTEN brooq_settled first, then
 -- watch, then read the job: a job that became terminal before the watch is seen
 -- by that read, one that becomes terminal after it wakes the listener. Returns the
--- watch's id, for unwatch. Drops watches older than a day (waiters that died).
--- unwatch: forget a watch; false when it was already gone.
+-- watch's id, for unwatch. Drops up to 100 watches older than a day (waiters that
+-- died; job_watch_since_idx finds them, so a watch never scans the table).
+-- unwatch: forget a watch; false when it was already gone (or never existed).
+--
+-- A watch id is a random positive 63-bit number (gen_random_uuid's strong
+-- randomness, like claim's lease_token), drawn again on the rare collision: unwatch
+-- removes only a watch whose id its caller was given, and nobody can guess another
+-- caller's. (Sequential ids would let any producer remove the others' watches,
+-- and their waiters would sleep to their timeouts.) The id, not the role or the
+-- backend, is what proves ownership: two waiters of one login role must not remove
+-- each other's watches either, and behind a transaction pooler watch and unwatch
+-- may run on different backends.
 -- Errors:
 --   22004 null_value_not_allowed  a NULL argument
--- Touches: inserts (watch) or deletes (unwatch) rows of brooq.job_watch.
+-- Touches: inserts (watch) or deletes (watch: the stale ones; unwatch) rows of
+-- brooq.job_watch.
 create or replace function brooq.watch(job_id bigint)
 returns bigint
 language plpgsql
@@ -1032,9 +814,22 @@ begin
             using errcode = 'null_value_not_allowed',
                   hint = 'Pass the id that enqueue returned.';
     end if;
-    delete from brooq.job_watch w where w.since < v_now - interval '1 day';
-    insert into brooq.job_watch (job_id, since) values (watch.job_id, v_now)
-    returning id into v_id;
+    delete from brooq.job_watch w
+     where w.id in (select o.id from brooq.job_watch o
+                     where o.since < v_now - interval '1 day'
+                     order by o.since
+                     limit 100
+                       for update skip locked);
+    loop
+        -- the top bit cleared: positive, or 0 (drawn again, like a collision)
+        v_id := ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 8), 'hex'))::bit(64)::bigint
+                & 9223372036854775807;
+        insert into brooq.job_watch (id, job_id, since)
+        select v_id, watch.job_id, v_now
+         where v_id > 0
+            on conflict on constraint job_watch_pkey do nothing;
+        exit when found;
+    end loop;
     return v_id;
 end
 $$;
@@ -1089,6 +884,393 @@ comment on table brooq.claim_window is
 
 revoke all on table brooq.claim_window from public;
 
+-- change views
+
+-- The observability views. They read only the partial indexes of active jobs
+-- (ready, in flight), so they stay cheap to scrape on a table of millions of
+-- terminal rows. They run with the owner's rights: grant them, not the table.
+
+-- brooq.topic_stats: one row per declared topic.
+--   pending, failed        jobs in that state (failed = waiting for a retry)
+--   ready                  of those, claimable now
+--   scheduled              of those, not yet available
+--   processing             jobs in flight
+--   expired                in flight with an expired lease (reap will return them)
+--   oldest_ready_age       how long the oldest ready job has waited (NULL: none)
+--   max_in_flight, rate, per   the topic's flow limits (NULL: none; brooq.declare_topic)
+--   held_by_in_flight      ready jobs that max_in_flight keeps from a claim now:
+--                          ready - (max_in_flight - processing), at least 0
+--   held_by_rate           ready jobs that the rate keeps from a claim now:
+--                          ready - (rate - jobs claimed in the last per), at least 0
+--   held_by_group          ready jobs of an ordered group that wait for an earlier
+--                          job of their group (pending, failed or processing)
+--   max_execution          the longest a job may take across all its attempts (NULL:
+--                          no limit; brooq.declare_topic). A worker that may not read
+--                          brooq.topic checks its attempt timeout against it at start.
+create or replace view brooq.topic_stats as
+select t.name as topic,
+       t.paused,
+       coalesce(w.pending, 0) as pending,
+       coalesce(w.failed, 0) as failed,
+       coalesce(w.ready, 0) as ready,
+       coalesce(w.pending + w.failed - w.ready, 0) as scheduled,
+       coalesce(f.processing, 0) as processing,
+       coalesce(f.expired, 0) as expired,
+       (select brooq._now()) - w.oldest_ready_at as oldest_ready_age,
+       t.max_in_flight,
+       t.rate,
+       t.per,
+       case when t.max_in_flight is null then 0
+            else greatest(coalesce(w.ready, 0) - greatest(t.max_in_flight - coalesce(f.processing, 0), 0), 0)
+       end as held_by_in_flight,
+       case when t.rate is null then 0
+            else greatest(coalesce(w.ready, 0) - greatest(t.rate - coalesce((
+                     select sum(c.jobs) from brooq.claim_window c
+                      where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
+       end as held_by_rate,
+       t.max_execution,
+       coalesce(g.held, 0) as held_by_group
+  from brooq.topic t
+  -- Grouped once, then joined: a lateral subquery per topic row made the planner
+  -- multiply the scan's cost by its guess of the topic count (600 before the tiny
+  -- topic table is ever analyzed), which switched JIT on: 150-300 ms per scrape.
+  -- (select brooq._now()) is evaluated once per query, not once per row.
+  left join (
+       select j.topic,
+              count(*) filter (where j.state = 'pending') as pending,
+              count(*) filter (where j.state = 'failed') as failed,
+              count(*) filter (where j.available_at <= (select brooq._now())) as ready,
+              min(j.available_at) filter (where j.available_at <= (select brooq._now())) as oldest_ready_at
+         from brooq.job j
+        where j.state in ('pending', 'failed')
+        group by j.topic
+  ) as w on w.topic = t.name
+  left join (
+       select j.topic,
+              count(*) as processing,
+              count(*) filter (where j.locked_until < (select brooq._now())) as expired
+         from brooq.job j
+        where j.locked_until is not null
+        group by j.topic
+  ) as f on f.topic = t.name
+  -- ready grouped jobs behind an earlier active job of their group: job_group_idx
+  left join (
+       select j.topic, count(*) as held
+         from brooq.job j
+        where j.group_key is not null
+          and j.state in ('pending', 'failed', 'processing')
+          and j.state <> 'processing'
+          and j.available_at <= (select brooq._now())
+          and exists (select from brooq.job k
+                       where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
+                         and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq)
+        group by j.topic
+  ) as g on g.topic = t.name;
+
+comment on view brooq.topic_stats is
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group), max_execution.';
+
+-- brooq.in_flight: every job being processed, who holds it and until when.
+create or replace view brooq.in_flight as
+select j.id, j.topic, j.attempts, j.max_attempts, j.locked_by, j.locked_until,
+       j.updated_at as claimed_at,
+       brooq._now() - j.updated_at as running_for,
+       j.locked_until < brooq._now() as expired,
+       j.progress
+  from brooq.job j
+ where j.locked_until is not null;
+
+comment on view brooq.in_flight is
+'Jobs in flight: who holds each lease, since when, until when, whether it expired, and the progress its handler reported.';
+
+revoke all on brooq.topic_stats, brooq.in_flight from public;
+grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
+
+-- brooq.jobs: every job and its outcome, read-only. A job's fate is one
+--   select state, attempts, last_error, result from brooq.jobs where id = $1;
+create or replace view brooq.jobs as
+select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
+       j.idempotency_key, j.available_at, j.created_at, j.updated_at,
+       j.locked_by, j.locked_until, j.last_error, j.result, j.progress, j.group_key
+  from brooq.job j;
+
+comment on view brooq.jobs is
+'Every job and its outcome (read-only): a job''s fate is one SELECT ... WHERE id = $1.';
+
+revoke all on brooq.jobs from public;
+grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;
+
+-- change table_flow_lock
+
+-- brooq.flow_lock: one row per topic, the lock brooq.claim takes to count a topic
+-- declared with max_in_flight or rate (see brooq.claim): a claim locks the rows of
+-- its flow-limited topics FOR UPDATE, in name order, until its transaction ends.
+-- brooq.declare_topic adds the row with the topic; this change adds the rows of the
+-- topics that exist when it is deployed.
+--
+-- A table of its own, not an advisory lock: an advisory lock belongs to no one, so
+-- any login could take a topic's key and stall its claims; a row lock needs UPDATE
+-- on the table, which no role but brooq's owner holds (the SECURITY DEFINER
+-- functions). Not the row of brooq.topic: declare_topic, pause_topic and
+-- resume_topic update that row, so an admin's transaction left open after one of
+-- them would stall the topic's claims too (brooq.job has no foreign key to
+-- brooq.topic, so the hot path takes no KEY SHARE lock on it either way).
+create table brooq.flow_lock (
+    topic text not null,
+    constraint flow_lock_pkey primary key (topic),
+    constraint flow_lock_topic_fkey foreign key (topic) references brooq.topic (name) on delete cascade
+);
+
+comment on table brooq.flow_lock is
+'One row per topic, locked by brooq.claim to count a flow-limited topic (private: written by brooq.declare_topic).';
+
+revoke all on table brooq.flow_lock from public;
+
+insert into brooq.flow_lock (topic) select t.name from brooq.topic t;
+
+-- change function_declare_topic
+
+-- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
+--                     max_payload_bytes, notify, max_lease, max_lease_losses,
+--                     max_in_flight, rate, per, max_execution, retain_done,
+--                     retain_payload) -> brooq.topic
+--
+-- Creates a topic or sets all of its settings (idempotent). A declaration is the
+-- whole truth: a setting you leave out takes its default again. Does not change
+-- whether the topic is paused. max_attempts is copied into each job at enqueue:
+-- jobs already queued keep the value they were enqueued with.
+--
+-- Parameters:
+--   name               lowercase letters, digits, '.', '-', '_'; 1 to 128 chars
+--   max_attempts       claims before a failure is final (dead); 1 to 1000
+--   backoff_base       first retry delay; > 0
+--   backoff_max        cap on retry delays; >= backoff_base; at most 100 years
+--   retention          how long terminal jobs are kept before purge; 0 = forever;
+--                      at most 100 years (longer ones would overflow timestamptz in
+--                      settle and purge)
+--   max_payload_bytes  largest accepted payload (bytes of its JSON text); 1 B to 256 MiB
+--   notify             NOTIFY brooq on enqueue to wake workers (off: they poll)
+--   max_lease          the longest lease claim may give and heartbeat renew;
+--                      1 second to 7 days, no negative part (default 1 hour)
+--   max_lease_losses   the poison-pill rule: a job whose lease is lost (reaped) this
+--                      many times in a row, with no outcome written in between, is
+--                      made dead by brooq.reap; 1 to 1000 (default 5)
+--   max_in_flight      flow control: at most this many jobs of the topic processing
+--                      at any moment, across all workers; 1 to 1000000, NULL (the
+--                      default) = no limit. Lowered below the jobs in flight, it
+--                      stops claims until they fall below it (none is taken back).
+--   rate, per          flow control: at most `rate` jobs of the topic claimed in any
+--                      window of length `per` (a sliding window, no burst above rate;
+--                      see brooq.claim); rate 1 to 1000000, per 1 millisecond to
+--                      1 day (default 1 second when rate is given); rate NULL (the
+--                      default) = no rate limit, and then per must be NULL too
+--   max_execution      the longest a job may take across all its attempts, counted
+--                      from its first claim (waits between attempts included):
+--                      claim and heartbeat bound the lease by it, a worker stops the
+--                      attempt running when it runs out and records a failed
+--                      attempt (so does reap for a lease that ran to it); a job
+--                      past it fails each later attempt at once, and is dead only
+--                      when its attempts are spent. 1 second to 100 years, no
+--                      negative part; NULL (the default) = no limit. Read at each
+--                      claim: a new value applies to jobs already queued.
+--   retain_done        false: brooq.settle_many deletes a job in the very statement
+--                      that settles it done (its idempotency key is free again at
+--                      once); a job somebody waits on (brooq.watch) is kept, so the
+--                      waiter reads its fate. dead and canceled jobs stay until the
+--                      retention purges them. Default true.
+--   retain_payload     false: a job's payload becomes 'null'::jsonb when it becomes
+--                      terminal (done, dead or canceled: settle_many, cancel, reap's
+--                      poison pill); state, attempts, last_error and result stay.
+--                      Default true.
+--
+-- Returns: the topic row as stored.
+-- Errors:
+--   22004 null_value_not_allowed   a NULL argument
+--   22023 invalid_parameter_value  a bad name or setting
+-- Touches: inserts or updates one row of brooq.topic; inserts the topic's row of
+-- brooq.flow_lock when it is missing.
+
+-- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
+-- max_lease_losses, before the flow limits, before max_execution and before the
+-- retention policies (never
+-- released; harmless where they do not exist).
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
+drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval);
+
+create or replace function brooq.declare_topic(
+    name text,
+    max_attempts integer default 5,
+    backoff_base interval default '1 second',
+    backoff_max interval default '1 minute',
+    retention interval default '30 days',
+    max_payload_bytes integer default 1048576,
+    notify boolean default true,
+    max_lease interval default '1 hour',
+    max_lease_losses integer default 5,
+    max_in_flight integer default null,
+    rate integer default null,
+    per interval default null,
+    max_execution interval default null,
+    retain_done boolean default true,
+    retain_payload boolean default true)
+returns brooq.topic
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_topic brooq.topic;
+    v_per interval := declare_topic.per;
+begin
+    if declare_topic.name is null or declare_topic.max_attempts is null
+        or declare_topic.backoff_base is null or declare_topic.backoff_max is null
+        or declare_topic.retention is null or declare_topic.max_payload_bytes is null
+        or declare_topic.notify is null or declare_topic.max_lease is null
+        or declare_topic.max_lease_losses is null or declare_topic.retain_done is null
+        or declare_topic.retain_payload is null then
+        raise exception 'brooq.declare_topic: arguments must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Leave an argument out to take its default.';
+    end if;
+    if declare_topic.name !~ '^[a-z0-9._-]{1,128}$' then
+        raise exception 'invalid topic name "%"', left(declare_topic.name, 200)
+            using errcode = 'invalid_parameter_value',
+                  detail = format('The name is %s characters long.', length(declare_topic.name)),
+                  hint = 'Use 1 to 128 lowercase letters, digits, ".", "-" or "_".';
+    end if;
+    if declare_topic.max_attempts not between 1 and 1000 then
+        raise exception 'invalid max_attempts % for topic "%"', declare_topic.max_attempts, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_attempts must be between 1 and 1000.';
+    end if;
+    if declare_topic.backoff_base <= interval '0' then
+        raise exception 'invalid backoff_base % for topic "%"', declare_topic.backoff_base, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'backoff_base must be positive, e.g. ''1 second''.';
+    end if;
+    if declare_topic.backoff_max < declare_topic.backoff_base then
+        raise exception 'invalid backoff_max % for topic "%": below backoff_base %',
+                declare_topic.backoff_max, declare_topic.name, declare_topic.backoff_base
+            using errcode = 'invalid_parameter_value',
+                  hint = 'backoff_max must be at least backoff_base.';
+    end if;
+    if declare_topic.retention < interval '0' then
+        raise exception 'invalid retention % for topic "%"', declare_topic.retention, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'retention must be zero (keep forever) or positive.';
+    end if;
+    if declare_topic.backoff_max > interval '100 years' or declare_topic.retention > interval '100 years' then
+        raise exception 'invalid % % for topic "%": longer than 100 years',
+                case when declare_topic.backoff_max > interval '100 years' then 'backoff_max' else 'retention' end,
+                case when declare_topic.backoff_max > interval '100 years' then declare_topic.backoff_max
+                     else declare_topic.retention end,
+                declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Durations are at most 100 years; a retention of 0 keeps jobs forever.';
+    end if;
+    -- Intervals compare as if a month were 30 days, so '70000000 mons -2099999999 days'
+    -- is "1 day" to the checks above, yet now + it overflows. Settle computes now +
+    -- backoff, purge now - retention: those instants must exist. (Not a hot path.)
+    begin
+        perform v_now + declare_topic.backoff_base, v_now + declare_topic.backoff_max,
+                v_now - declare_topic.retention;
+    exception when datetime_field_overflow then
+        raise exception 'invalid durations for topic "%": now + backoff or now - retention is out of range',
+                declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Write durations without huge negative parts, e.g. ''90 days''.';
+    end;
+    if declare_topic.max_payload_bytes not between 1 and 268435455 then
+        raise exception 'invalid max_payload_bytes % for topic "%"', declare_topic.max_payload_bytes, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_payload_bytes must be between 1 and 268435455 (256 MiB).';
+    end if;
+
+    if declare_topic.max_lease not between interval '1 second' and interval '7 days'
+        or not brooq._duration_ok(declare_topic.max_lease) then
+        raise exception 'invalid max_lease % for topic "%"', declare_topic.max_lease, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_lease must be between 1 second and 7 days, positive in every part, e.g. ''1 hour''.';
+    end if;
+    if declare_topic.max_lease_losses not between 1 and 1000 then
+        raise exception 'invalid max_lease_losses % for topic "%"', declare_topic.max_lease_losses, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_lease_losses must be between 1 and 1000 (lease losses in a row before a job is dead).';
+    end if;
+    if declare_topic.max_in_flight not between 1 and 1000000 then
+        raise exception 'invalid max_in_flight % for topic "%"', declare_topic.max_in_flight, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_in_flight must be between 1 and 1000000, or NULL for no limit.';
+    end if;
+    if declare_topic.rate not between 1 and 1000000 then
+        raise exception 'invalid rate % for topic "%"', declare_topic.rate, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'rate must be between 1 and 1000000 claims per window, or NULL for no rate limit.';
+    end if;
+    if declare_topic.rate is null and v_per is not null then
+        raise exception 'per % given without a rate for topic "%"', v_per, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give both, e.g. rate => 10, per => ''1 second'', or neither.';
+    end if;
+    if declare_topic.rate is not null then
+        v_per := coalesce(v_per, interval '1 second');
+        if v_per not between interval '1 millisecond' and interval '1 day' or not brooq._duration_ok(v_per) then
+            raise exception 'invalid per % for topic "%"', v_per, declare_topic.name
+                using errcode = 'invalid_parameter_value',
+                      hint = 'per must be between 1 millisecond and 1 day, positive in every part, e.g. ''1 second''.';
+        end if;
+    end if;
+
+    if declare_topic.max_execution not between interval '1 second' and interval '100 years'
+        or not brooq._duration_ok(declare_topic.max_execution) then
+        raise exception 'invalid max_execution % for topic "%"', declare_topic.max_execution, declare_topic.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
+    end if;
+
+    insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
+                                  max_payload_bytes, notify, created_at, updated_at, max_lease,
+                                  max_lease_losses, max_in_flight, rate, per, max_execution,
+                                  retain_done, retain_payload)
+    values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
+            declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
+            declare_topic.notify, v_now, v_now, declare_topic.max_lease,
+            declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
+            declare_topic.max_execution, declare_topic.retain_done, declare_topic.retain_payload)
+    on conflict on constraint topic_pkey do update
+        set max_attempts = excluded.max_attempts,
+            backoff_base = excluded.backoff_base,
+            backoff_max = excluded.backoff_max,
+            retention = excluded.retention,
+            max_payload_bytes = excluded.max_payload_bytes,
+            notify = excluded.notify,
+            max_lease = excluded.max_lease,
+            max_lease_losses = excluded.max_lease_losses,
+            max_in_flight = excluded.max_in_flight,
+            rate = excluded.rate,
+            per = excluded.per,
+            max_execution = excluded.max_execution,
+            retain_done = excluded.retain_done,
+            retain_payload = excluded.retain_payload,
+            updated_at = excluded.updated_at
+    returning t.* into v_topic;
+    -- the row brooq.claim locks to count the topic's flow limits (brooq.flow_lock)
+    insert into brooq.flow_lock (topic) values (declare_topic.name)
+        on conflict on constraint flow_lock_pkey do nothing;
+    return v_topic;
+end
+$$;
+
+comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) is
+'Create a topic or set all its settings (idempotent; omitted settings take their defaults). Flow limits: max_in_flight, rate per per (NULL = none); max_execution bounds a job''s time across all its attempts (NULL = none). Retention policies: retain_done => false deletes a job as it settles done, retain_payload => false clears a terminal job''s payload. Errors: 22004 NULL argument, 22023 bad name or setting.';
+
+revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
+grant execute on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) to brooq_admin;
+
 -- change function_claim
 
 -- brooq.claim(worker, topics, max_jobs, lease) -> setof brooq.claimed_job
@@ -1126,11 +1308,13 @@ revoke all on table brooq.claim_window from public;
 -- (job_suspect_idx finds them; it is empty on a healthy queue.)
 --
 -- Flow control (issue 14): a topic declared with max_in_flight or rate (see
--- brooq.declare_topic) is claimed under a lock of its own: a transaction-level
--- advisory lock (key pair 1651666801, hashtext(topic); taken in hash order, so
--- claims of several topics cannot deadlock), held until the claim's transaction
--- ends. Under it, in statements that start after the lock is granted (so they see
--- every claim of the topic that committed before), claim counts the topic's jobs
+-- brooq.declare_topic) is claimed under a lock of its own: the topic's row of
+-- brooq.flow_lock, locked FOR UPDATE (taken in name order, so claims of several
+-- topics cannot deadlock) and held until the claim's transaction ends. Only
+-- brooq's owner may lock that row (not an advisory lock, which any login could
+-- take and hold; see brooq.flow_lock). Under it, in statements that start after
+-- the lock is granted (so they see every claim of the topic that committed
+-- before), claim counts the topic's jobs
 -- processing and its claims in the current window, and takes at most
 --   least(max_jobs, max_in_flight - processing, rate - claims in (t - per, t])
 -- jobs of the topic. Only claim makes a job processing, so counting under the lock
@@ -1183,8 +1367,9 @@ revoke all on table brooq.claim_window from public;
 --   42704 undefined_object         a topic was never declared
 --   25000 invalid_transaction_state  a flow-limited topic claimed in a transaction
 --                                  that is not READ COMMITTED
--- Touches: updates up to max_jobs rows of brooq.job; for rate-limited topics,
--- trims and appends to brooq.claim_window.
+-- Touches: updates up to max_jobs rows of brooq.job; for flow-limited topics,
+-- locks their rows of brooq.flow_lock; for rate-limited topics, trims and appends
+-- to brooq.claim_window.
 create or replace function brooq.claim(
     worker text,
     topics text[],
@@ -1208,7 +1393,6 @@ declare
     v_caps integer[];         -- per active topic, the most jobs this call may take of it
     v_rated text[] := '{}';   -- the active topics with a rate limit ...
     v_rated_at timestamptz[] := '{}';  -- ... and the instant their claims are counted at
-    v_lock integer;
     v_execs interval[];       -- per active topic, its max_execution (NULL: none)
     v_limits record;
     v_n bigint;
@@ -1275,9 +1459,15 @@ begin
                 using errcode = 'invalid_transaction_state',
                       hint = 'Claim in a READ COMMITTED transaction (the default), e.g. in autocommit.';
         end if;
-        foreach v_lock in array array(select distinct hashtext(f.name) from unnest(v_flow) as f(name) order by 1) loop
-            perform pg_advisory_xact_lock(1651666801, v_lock);
-        end loop;
+        -- v_flow is in name order, and so are the locks
+        select count(*) into v_n
+          from (select from brooq.flow_lock l where l.topic = any(v_flow) order by l.topic for update) as l;
+        if v_n < cardinality(v_flow) then
+            -- a topic row written without declare_topic has no lock row yet: add it
+            insert into brooq.flow_lock (topic) select f.name from unnest(v_flow) as f(name) order by 1
+                on conflict on constraint flow_lock_pkey do nothing;
+            perform from brooq.flow_lock l where l.topic = any(v_flow) order by l.topic for update;
+        end if;
         v_caps := array_fill(claim.max_jobs, array[cardinality(v_active)]);
         for i in 1 .. cardinality(v_active) loop
             select t.max_in_flight, t.rate, t.per into v_limits from brooq.topic t where t.name = v_active[i];
@@ -1479,122 +1669,6 @@ comment on function brooq.claim(text, text[], integer, interval) is
 
 revoke all on function brooq.claim(text, text[], integer, interval) from public;
 grant execute on function brooq.claim(text, text[], integer, interval) to brooq_worker;
-
--- change views
-
--- The observability views. They read only the partial indexes of active jobs
--- (ready, in flight), so they stay cheap to scrape on a table of millions of
--- terminal rows. They run with the owner's rights: grant them, not the table.
-
--- brooq.topic_stats: one row per declared topic.
---   pending, failed        jobs in that state (failed = waiting for a retry)
---   ready                  of those, claimable now
---   scheduled              of those, not yet available
---   processing             jobs in flight
---   expired                in flight with an expired lease (reap will return them)
---   oldest_ready_age       how long the oldest ready job has waited (NULL: none)
---   max_in_flight, rate, per   the topic's flow limits (NULL: none; brooq.declare_topic)
---   held_by_in_flight      ready jobs that max_in_flight keeps from a claim now:
---                          ready - (max_in_flight - processing), at least 0
---   held_by_rate           ready jobs that the rate keeps from a claim now:
---                          ready - (rate - jobs claimed in the last per), at least 0
---   held_by_group          ready jobs of an ordered group that wait for an earlier
---                          job of their group (pending, failed or processing)
---   max_execution          the longest a job may take across all its attempts (NULL:
---                          no limit; brooq.declare_topic). A worker that may not read
---                          brooq.topic checks its attempt timeout against it at start.
-create or replace view brooq.topic_stats as
-select t.name as topic,
-       t.paused,
-       coalesce(w.pending, 0) as pending,
-       coalesce(w.failed, 0) as failed,
-       coalesce(w.ready, 0) as ready,
-       coalesce(w.pending + w.failed - w.ready, 0) as scheduled,
-       coalesce(f.processing, 0) as processing,
-       coalesce(f.expired, 0) as expired,
-       (select brooq._now()) - w.oldest_ready_at as oldest_ready_age,
-       t.max_in_flight,
-       t.rate,
-       t.per,
-       case when t.max_in_flight is null then 0
-            else greatest(coalesce(w.ready, 0) - greatest(t.max_in_flight - coalesce(f.processing, 0), 0), 0)
-       end as held_by_in_flight,
-       case when t.rate is null then 0
-            else greatest(coalesce(w.ready, 0) - greatest(t.rate - coalesce((
-                     select sum(c.jobs) from brooq.claim_window c
-                      where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
-       end as held_by_rate,
-       t.max_execution,
-       coalesce(g.held, 0) as held_by_group
-  from brooq.topic t
-  -- Grouped once, then joined: a lateral subquery per topic row made the planner
-  -- multiply the scan's cost by its guess of the topic count (600 before the tiny
-  -- topic table is ever analyzed), which switched JIT on: 150-300 ms per scrape.
-  -- (select brooq._now()) is evaluated once per query, not once per row.
-  left join (
-       select j.topic,
-              count(*) filter (where j.state = 'pending') as pending,
-              count(*) filter (where j.state = 'failed') as failed,
-              count(*) filter (where j.available_at <= (select brooq._now())) as ready,
-              min(j.available_at) filter (where j.available_at <= (select brooq._now())) as oldest_ready_at
-         from brooq.job j
-        where j.state in ('pending', 'failed')
-        group by j.topic
-  ) as w on w.topic = t.name
-  left join (
-       select j.topic,
-              count(*) as processing,
-              count(*) filter (where j.locked_until < (select brooq._now())) as expired
-         from brooq.job j
-        where j.locked_until is not null
-        group by j.topic
-  ) as f on f.topic = t.name
-  -- ready grouped jobs behind an earlier active job of their group: job_group_idx
-  left join (
-       select j.topic, count(*) as held
-         from brooq.job j
-        where j.group_key is not null
-          and j.state in ('pending', 'failed', 'processing')
-          and j.state <> 'processing'
-          and j.available_at <= (select brooq._now())
-          and exists (select from brooq.job k
-                       where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
-                         and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq)
-        group by j.topic
-  ) as g on g.topic = t.name;
-
-comment on view brooq.topic_stats is
-'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group), max_execution.';
-
--- brooq.in_flight: every job being processed, who holds it and until when.
-create or replace view brooq.in_flight as
-select j.id, j.topic, j.attempts, j.max_attempts, j.locked_by, j.locked_until,
-       j.updated_at as claimed_at,
-       brooq._now() - j.updated_at as running_for,
-       j.locked_until < brooq._now() as expired,
-       j.progress
-  from brooq.job j
- where j.locked_until is not null;
-
-comment on view brooq.in_flight is
-'Jobs in flight: who holds each lease, since when, until when, whether it expired, and the progress its handler reported.';
-
-revoke all on brooq.topic_stats, brooq.in_flight from public;
-grant select on brooq.topic_stats, brooq.in_flight to brooq_worker, brooq_admin;
-
--- brooq.jobs: every job and its outcome, read-only. A job's fate is one
---   select state, attempts, last_error, result from brooq.jobs where id = $1;
-create or replace view brooq.jobs as
-select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.priority, j.payload,
-       j.idempotency_key, j.available_at, j.created_at, j.updated_at,
-       j.locked_by, j.locked_until, j.last_error, j.result, j.progress, j.group_key
-  from brooq.job j;
-
-comment on view brooq.jobs is
-'Every job and its outcome (read-only): a job''s fate is one SELECT ... WHERE id = $1.';
-
-revoke all on brooq.jobs from public;
-grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;
 
 -- change table_job_group
 
@@ -2598,7 +2672,8 @@ revoke all on function brooq._heartbeat_rows(bigint[], bigint[], jsonb[]) from p
 -- Returns: (id, new state) for each job that was settled; in no set order.
 -- Errors:
 --   22004 null_value_not_allowed   worker or a required array or element is NULL
---   22023 invalid_parameter_value  arrays of different lengths, duplicate ids,
+--   22023 invalid_parameter_value  arrays of different lengths or of more than one
+--                                  dimension, duplicate ids,
 --                                  an unknown outcome, a missing or negative delay,
 --                                  dead without an error
 --   54000 program_limit_exceeded   more than 10,000 jobs; a result larger than its
@@ -2632,6 +2707,13 @@ begin
         raise exception 'brooq.settle_many: worker, job_ids, lease_tokens and outcomes must not be NULL'
             using errcode = 'null_value_not_allowed',
                   hint = 'Pass one element per job in job_ids, lease_tokens and outcomes (empty arrays for none).';
+    end if;
+    if array_ndims(settle_many.job_ids) > 1 or array_ndims(settle_many.lease_tokens) > 1
+        or array_ndims(settle_many.outcomes) > 1 or array_ndims(settle_many.errors) > 1
+        or array_ndims(settle_many.delays) > 1 or array_ndims(settle_many.results) > 1 then
+        raise exception 'brooq.settle_many: job_ids, lease_tokens, outcomes, errors, delays and results must be one-dimensional arrays'
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass array[id, ...], one element per job, and the other arrays in the same order.';
     end if;
     if coalesce(cardinality(settle_many.lease_tokens), 0) <> v_n
         or coalesce(cardinality(settle_many.outcomes), 0) <> v_n
@@ -2844,7 +2926,7 @@ grant execute on function brooq.settle(bigint, text, bigint, text, text, interva
 -- Errors:
 --   22004 null_value_not_allowed   worker, job_ids, lease or lease_tokens is NULL
 --   22023 invalid_parameter_value  lease not positive; lease_tokens or progress of
---                                  another length
+--                                  another length; an array of more than one dimension
 --   54000 program_limit_exceeded   more than 10,000 job ids; a progress over 4 kB
 -- Touches: updates up to cardinality(job_ids) rows of brooq.job.
 -- The signature without progress (0.1.0's, and this change's before progress).
@@ -2877,6 +2959,12 @@ begin
         raise exception 'invalid lease %', heartbeat.lease
             using errcode = 'invalid_parameter_value',
                   hint = 'The lease must be positive in every part, e.g. ''30 seconds''.';
+    end if;
+    if array_ndims(heartbeat.job_ids) > 1 or array_ndims(heartbeat.lease_tokens) > 1
+        or array_ndims(heartbeat.progress) > 1 then
+        raise exception 'brooq.heartbeat: job_ids, lease_tokens and progress must be one-dimensional arrays'
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass array[id, ...], one element per job, and the lease tokens and progress in the same order.';
     end if;
     if coalesce(cardinality(heartbeat.job_ids), 0) > 10000 then
         raise exception 'brooq.heartbeat: % job ids in one call, more than 10000', cardinality(heartbeat.job_ids)
@@ -2922,7 +3010,7 @@ end
 $$;
 
 comment on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) is
-'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, 54000 more than 10000 ids or a progress over 4 kB.';
+'Renew the leases a worker still holds; returns the ids renewed (a missing id = lease lost: stop that handler); lease tokens required, the lease cut to the topic''s max_lease and to the job''s max_execution deadline (past it, not renewed). Stores the handlers'' progress. Errors: 22004 NULL argument, 22023 bad lease, tokens or progress, or an array of more than one dimension, 54000 more than 10000 ids or a progress over 4 kB.';
 
 revoke all on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) from public;
 grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], jsonb[]) to brooq_worker;
@@ -3144,11 +3232,18 @@ grant execute on function brooq.retry_dead(text, boolean, integer, timestamptz) 
 --                    each time; at the topic's max_lease_losses the job is dead):
 --                    warn, naming the worst one.
 --
--- SECURITY DEFINER: it reads brooq.job and the statistics views with the rights
--- of brooq's owner. The owner sees the transactions of other roles only if it is
--- a superuser or a member of pg_read_all_stats; otherwise xmin_horizon says how
--- many sessions it could not see. Times come from brooq._now(), so a test can
--- move the clock. It reads brooq.job through partial indexes only, and counts at
+-- SECURITY INVOKER: it reads pg_stat_activity with the caller's rights, so it
+-- reports of each session what PostgreSQL shows the caller: all of it for the
+-- caller's own role's sessions (every session, to a superuser or a member of
+-- pg_read_all_stats); of another role's, only its pid, user, application and
+-- transaction ids, not its transaction start, state or query. Such a transaction
+-- is judged by its age in transactions alone, and xmin_horizon says how many
+-- sessions it could not see. Running as brooq's owner, it would show a worker the
+-- transaction starts and states that PostgreSQL hides from it. The three checks that read brooq's private tables (expired_leases,
+-- paused_topics, lost_leases) come from brooq._health_jobs(), SECURITY DEFINER
+-- and executable by the roles that may call health; the statistics views and
+-- pg_class it reads are PUBLIC. Times come from brooq._now(), so a test can move
+-- the clock. It reads brooq.job through partial indexes only, and counts at
 -- most 10,000 ready jobs per paused topic: about 10 ms on a table of a million
 -- rows. (One query over every paused topic at once made the planner guess
 -- hundreds of topics before brooq.topic is analyzed, cost enough to switch JIT
@@ -3167,7 +3262,10 @@ create type brooq.health_check as (
 comment on type brooq.health_check is
 'A row of brooq.health(): the check''s name, its status (ok, warn, fail) and what was seen.';
 
-create or replace function brooq.health()
+-- brooq._health_jobs() -> setof brooq.health_check: the checks of brooq.health
+-- that read brooq.job and brooq.topic (expired_leases, paused_topics, lost_leases),
+-- with the owner's rights; private, executable by the roles that may call health.
+create or replace function brooq._health_jobs()
 returns setof brooq.health_check
 language plpgsql
 security definer
@@ -3175,114 +3273,12 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now timestamptz := brooq._now();
-    v_dead bigint;
-    v_live bigint;
-    v_rows real;
-    v_threshold bigint;
-    v_scale float8;
-    v_due bigint;
-    v_last_auto timestamptz;
-    v_last_manual timestamptz;
-    v_last timestamptz;
-    v_autovacuum boolean;
-    v_hidden integer;
-    v_holder record;
     v_count bigint;
     v_oldest timestamptz;
     v_text text;
     v_job record;
     v_ready bigint;
 begin
-    -- dead_tuples, last_vacuum ------------------------------------------------
-    select s.n_dead_tup, s.n_live_tup, s.last_autovacuum, s.last_vacuum
-      into v_dead, v_live, v_last_auto, v_last_manual
-      from pg_stat_all_tables s
-     where s.relid = 'brooq.job'::regclass;
-    select c.reltuples,
-           coalesce((select o.option_value::bigint from pg_options_to_table(c.reloptions) o
-                      where o.option_name = 'autovacuum_vacuum_threshold'),
-                    current_setting('autovacuum_vacuum_threshold')::bigint),
-           coalesce((select o.option_value::float8 from pg_options_to_table(c.reloptions) o
-                      where o.option_name = 'autovacuum_vacuum_scale_factor'),
-                    current_setting('autovacuum_vacuum_scale_factor')::float8),
-           coalesce((select o.option_value::boolean from pg_options_to_table(c.reloptions) o
-                      where o.option_name = 'autovacuum_enabled'), true)
-           and current_setting('autovacuum')::boolean
-      into v_rows, v_threshold, v_scale, v_autovacuum
-      from pg_class c
-     where c.oid = 'brooq.job'::regclass;
-    v_dead := coalesce(v_dead, 0);
-    v_live := coalesce(v_live, 0);
-    v_due := v_threshold + (v_scale * greatest(v_rows, 0))::bigint;
-    return next (
-        'dead_tuples',
-        case when v_dead > 100 * v_due then 'fail' when v_dead > 10 * v_due then 'warn' else 'ok' end,
-        format('%s dead and %s live row versions in brooq.job; autovacuum starts at %s dead', v_dead, v_live, v_due))::brooq.health_check;
-
-    v_last := greatest(v_last_auto, v_last_manual);
-    return next (
-        'last_vacuum',
-        case when v_dead > v_due and (v_last is null or v_last < v_now - interval '1 hour') then 'warn' else 'ok' end,
-        format('last autovacuum %s, last manual vacuum %s; %s dead row versions, vacuum due at %s%s',
-               coalesce(to_char(v_last_auto, 'YYYY-MM-DD HH24:MI:SSOF') || ' (' || date_trunc('second', v_now - v_last_auto) || ' ago)', 'never'),
-               coalesce(to_char(v_last_manual, 'YYYY-MM-DD HH24:MI:SSOF') || ' (' || date_trunc('second', v_now - v_last_manual) || ' ago)', 'never'),
-               v_dead, v_due,
-               case when v_autovacuum then '' else '; autovacuum is off for brooq.job' end))::brooq.health_check;
-
-    -- xmin_horizon ---------------------------------------------------------------
-    select count(*)::integer into v_hidden
-      from pg_stat_activity a
-     where a.datid = (select d.oid from pg_database d where d.datname = current_database())
-       and a.pid <> pg_backend_pid()
-       and a.query = '<insufficient privilege>';
-    select h.* into v_holder
-      from (
-        select format('transaction of pid %s (user %s, application "%s", %s) open since %s',
-                      a.pid, a.usename, left(a.application_name, 60), coalesce(a.state, a.backend_type),
-                      to_char(a.xact_start, 'YYYY-MM-DD HH24:MI:SSOF')) as what,
-               greatest(age(a.backend_xmin), age(a.backend_xid)) as xid_age,
-               v_now - a.xact_start as open_for,
-               null::boolean as inactive_slot
-          from pg_stat_activity a
-         where (a.datid = (select d.oid from pg_database d where d.datname = current_database()) or a.datid is null)
-           and a.pid <> pg_backend_pid()
-           and (a.backend_xmin is not null or a.backend_xid is not null)
-        union all
-        select format('prepared transaction "%s" (owner %s) prepared at %s',
-                      left(p.gid, 60), p.owner, to_char(p.prepared, 'YYYY-MM-DD HH24:MI:SSOF')),
-               age(p.transaction), v_now - p.prepared, null
-          from pg_prepared_xacts p
-         where p.database = current_database()
-        union all
-        select format('replication slot "%s" (%s, %s)', s.slot_name, s.slot_type,
-                      case when s.active then 'active' else 'inactive' end),
-               age(s.xmin), null, not s.active
-          from pg_replication_slots s
-         where s.xmin is not null
-           and (s.database is null or s.database = current_database())
-      ) as h
-     order by h.xid_age desc nulls last
-     limit 1;
-    if v_holder.what is null then
-        v_text := 'nothing holds back vacuum';
-    else
-        v_text := format('oldest: %s, %s transactions old%s', v_holder.what, v_holder.xid_age,
-                         case when v_holder.open_for is not null
-                              then format(', open for %s', date_trunc('second', v_holder.open_for)) else '' end);
-    end if;
-    if v_hidden > 0 then
-        v_text := v_text || format('; %s sessions of other roles not visible (grant pg_read_all_stats to %s)',
-                                   v_hidden, current_user);
-    end if;
-    return next (
-        'xmin_horizon',
-        case when v_holder.what is null then 'ok'
-             when v_holder.xid_age >= 100000000 or v_holder.open_for >= interval '1 hour' then 'fail'
-             when v_holder.xid_age >= 10000000 or v_holder.open_for >= interval '5 minutes'
-                  or v_holder.inactive_slot then 'warn'
-             else 'ok' end,
-        v_text)::brooq.health_check;
-
     -- expired_leases ---------------------------------------------------------------
     select count(*), min(j.locked_until) into v_count, v_oldest
       from brooq.job j
@@ -3342,6 +3338,132 @@ begin
              else format('%s jobs lost their lease 2 times or more in a row (a worker died or stalled under them); the worst: job %s of topic %s, %s of max_lease_losses %s, attempts %s/%s',
                          v_count, v_job.id, v_job.topic, v_job.lease_losses, v_job.max_lease_losses,
                          v_job.attempts, v_job.max_attempts) end)::brooq.health_check;
+end
+$$;
+
+comment on function brooq._health_jobs() is
+'Private: the checks of brooq.health that read brooq.job and brooq.topic (expired_leases, paused_topics, lost_leases).';
+
+revoke all on function brooq._health_jobs() from public;
+grant execute on function brooq._health_jobs() to brooq_worker, brooq_admin;
+
+create or replace function brooq.health()
+returns setof brooq.health_check
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_dead bigint;
+    v_live bigint;
+    v_rows real;
+    v_threshold bigint;
+    v_scale float8;
+    v_due bigint;
+    v_last_auto timestamptz;
+    v_last_manual timestamptz;
+    v_last timestamptz;
+    v_autovacuum boolean;
+    v_hidden integer;
+    v_holder record;
+    v_text text;
+begin
+    -- dead_tuples, last_vacuum ------------------------------------------------
+    select s.n_dead_tup, s.n_live_tup, s.last_autovacuum, s.last_vacuum
+      into v_dead, v_live, v_last_auto, v_last_manual
+      from pg_stat_all_tables s
+     where s.relid = 'brooq.job'::regclass;
+    select c.reltuples,
+           coalesce((select o.option_value::bigint from pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'autovacuum_vacuum_threshold'),
+                    current_setting('autovacuum_vacuum_threshold')::bigint),
+           coalesce((select o.option_value::float8 from pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'autovacuum_vacuum_scale_factor'),
+                    current_setting('autovacuum_vacuum_scale_factor')::float8),
+           coalesce((select o.option_value::boolean from pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'autovacuum_enabled'), true)
+           and current_setting('autovacuum')::boolean
+      into v_rows, v_threshold, v_scale, v_autovacuum
+      from pg_class c
+     where c.oid = 'brooq.job'::regclass;
+    v_dead := coalesce(v_dead, 0);
+    v_live := coalesce(v_live, 0);
+    v_due := v_threshold + (v_scale * greatest(v_rows, 0))::bigint;
+    return next (
+        'dead_tuples',
+        case when v_dead > 100 * v_due then 'fail' when v_dead > 10 * v_due then 'warn' else 'ok' end,
+        format('%s dead and %s live row versions in brooq.job; autovacuum starts at %s dead', v_dead, v_live, v_due))::brooq.health_check;
+
+    v_last := greatest(v_last_auto, v_last_manual);
+    return next (
+        'last_vacuum',
+        case when v_dead > v_due and (v_last is null or v_last < v_now - interval '1 hour') then 'warn' else 'ok' end,
+        format('last autovacuum %s, last manual vacuum %s; %s dead row versions, vacuum due at %s%s',
+               coalesce(to_char(v_last_auto, 'YYYY-MM-DD HH24:MI:SSOF') || ' (' || date_trunc('second', v_now - v_last_auto) || ' ago)', 'never'),
+               coalesce(to_char(v_last_manual, 'YYYY-MM-DD HH24:MI:SSOF') || ' (' || date_trunc('second', v_now - v_last_manual) || ' ago)', 'never'),
+               v_dead, v_due,
+               case when v_autovacuum then '' else '; autovacuum is off for brooq.job' end))::brooq.health_check;
+
+    -- xmin_horizon ---------------------------------------------------------------
+    select count(*)::integer into v_hidden
+      from pg_stat_activity a
+     where a.datid = (select d.oid from pg_database d where d.datname = current_database())
+       and a.pid <> pg_backend_pid()
+       and a.query = '<insufficient privilege>';
+    select h.* into v_holder
+      from (
+        select case when a.query = '<insufficient privilege>'
+                    -- what PostgreSQL shows the caller of another role's session
+                    then format('transaction of pid %s (user %s, application "%s"; its start is not visible)',
+                                a.pid, a.usename, left(a.application_name, 60))
+                    else format('transaction of pid %s (user %s, application "%s", %s) open since %s',
+                                a.pid, a.usename, left(a.application_name, 60), coalesce(a.state, a.backend_type),
+                                to_char(a.xact_start, 'YYYY-MM-DD HH24:MI:SSOF')) end as what,
+               greatest(age(a.backend_xmin), age(a.backend_xid)) as xid_age,
+               v_now - a.xact_start as open_for,
+               null::boolean as inactive_slot
+          from pg_stat_activity a
+         where (a.datid = (select d.oid from pg_database d where d.datname = current_database()) or a.datid is null)
+           and a.pid <> pg_backend_pid()
+           and (a.backend_xmin is not null or a.backend_xid is not null)
+        union all
+        select format('prepared transaction "%s" (owner %s) prepared at %s',
+                      left(p.gid, 60), p.owner, to_char(p.prepared, 'YYYY-MM-DD HH24:MI:SSOF')),
+               age(p.transaction), v_now - p.prepared, null
+          from pg_prepared_xacts p
+         where p.database = current_database()
+        union all
+        select format('replication slot "%s" (%s, %s)', s.slot_name, s.slot_type,
+                      case when s.active then 'active' else 'inactive' end),
+               age(s.xmin), null, not s.active
+          from pg_replication_slots s
+         where s.xmin is not null
+           and (s.database is null or s.database = current_database())
+      ) as h
+     order by h.xid_age desc nulls last
+     limit 1;
+    if v_holder.what is null then
+        v_text := 'nothing holds back vacuum';
+    else
+        v_text := format('oldest: %s, %s transactions old%s', v_holder.what, v_holder.xid_age,
+                         case when v_holder.open_for is not null
+                              then format(', open for %s', date_trunc('second', v_holder.open_for)) else '' end);
+    end if;
+    if v_hidden > 0 then
+        v_text := v_text || format('; %s sessions of other roles not visible: no transaction start, state or query (grant pg_read_all_stats to %s)',
+                                   v_hidden, current_user);
+    end if;
+    return next (
+        'xmin_horizon',
+        case when v_holder.what is null then 'ok'
+             when v_holder.xid_age >= 100000000 or v_holder.open_for >= interval '1 hour' then 'fail'
+             when v_holder.xid_age >= 10000000 or v_holder.open_for >= interval '5 minutes'
+                  or v_holder.inactive_slot then 'warn'
+             else 'ok' end,
+        v_text)::brooq.health_check;
+
+    return query select * from brooq._health_jobs();
 end
 $$;
 

@@ -190,11 +190,10 @@ def test_a_claim_that_waited_for_the_lock_is_counted_when_it_got_it(db: str, con
         got: list[list[tuple[int, int]]] = []
         thread = threading.Thread(target=lambda: got.append(claim(waiter, "w", ["flow"], 3)), daemon=True)
         with holder.transaction():
-            holder.execute("select pg_advisory_xact_lock(1651666801, hashtext('flow'))")
+            holder.execute("select from brooq.flow_lock where topic = 'flow' for update")
             thread.start()
             for _ in range(3000):
-                row = conn.execute("select count(*) from pg_locks where pid = %s and locktype = 'advisory'"
-                                   " and not granted", (pid,)).fetchone()
+                row = conn.execute("select count(*) from pg_locks where pid = %s and not granted", (pid,)).fetchone()
                 assert row is not None
                 if row[0]:
                     break

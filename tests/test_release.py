@@ -153,6 +153,10 @@ def test_upgrade_from_the_release_keeps_every_job_and_lease(server: Server, empt
 
         after = jobs_as_released(conn, cols)
         assert without_lease_deadline(after, cols) == without_lease_deadline(before, cols)
+        # every topic of the release got the row brooq.claim locks for flow limits
+        assert conn.execute("select count(*) from brooq.topic t where not exists "
+                            "(select from brooq.flow_lock l where l.topic = t.name)").fetchone() == (0,)
+        assert conn.execute("select count(*) from brooq.flow_lock").fetchone() == (3,)
         deadline = time.monotonic() + 10
         while holder.beats < beats + 3 and time.monotonic() < deadline:
             time.sleep(0.05)  # heartbeats on the upgraded schema

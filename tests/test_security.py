@@ -5,15 +5,20 @@
   functions and aggregates that record their calls, nothing is recorded.
 - A lease token is required and unguessable; a key held by an open transaction is
   waited for at most brooq.key_wait.
+- A login with no brooq grant cannot stall a flow-limited topic's claims; health shows
+  a worker only the sessions PostgreSQL shows it; brooq._now and brooq._backoff
+  resolve nothing through the caller's search_path.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -426,3 +431,118 @@ def test_a_handler_declares_its_max_lease_and_the_worker_lease_must_fit(db: str)
     with psycopg.connect(db) as conn:
         assert conn.execute("select max_lease from brooq.topic where name = 'long.leases'").fetchone() == (
             timedelta(hours=2),)
+
+
+@contextmanager
+def logins(server: Any, db: str, *grants: str | None) -> Iterator[list[tuple[str, str]]]:
+    """One login role per grant (None: no brooq grant at all): [(name, dsn)], dropped after."""
+    made: list[str] = []
+    try:
+        for grant in grants:
+            role = f"brooq_test_{uuid.uuid4().hex[:8]}"
+            server.execute(sql.SQL("create role {} login").format(sql.Identifier(role)))
+            made.append(role)
+            if grant:
+                server.execute(sql.SQL("grant {} to {}").format(
+                    sql.Identifier(grant), sql.Identifier(role)))
+        yield [(role, psycopg.conninfo.make_conninfo(db, user=role)) for role in made]
+    finally:
+        for role in made:
+            server.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+def value(conn: Conn, query: str, args: list[Any] | None = None) -> Any:
+    row = conn.execute(query, args).fetchone()
+    assert row is not None, query
+    return row[0]
+
+
+def test_a_stranger_cannot_stall_a_flow_limited_topic(server: Any, db: str) -> None:
+    """A claim of a topic with max_in_flight or rate is serialized on the topic's row of
+    brooq.flow_lock, which only brooq's owner may lock: a login with no brooq grant
+    holding the advisory key pair (1651666801, hashtext(topic)) stalls nothing, and
+    neither it nor a brooq role may lock the row itself."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('email', max_in_flight => 10)")
+        conn.execute("select brooq.declare_topic('sms', rate => 100, per => '1 second')")
+        conn.execute("select * from brooq.enqueue_many('email', array_fill('{}'::jsonb, array[2]))")
+        conn.execute("select * from brooq.enqueue('sms', '{}')")
+    with logins(server, db, None, "brooq_worker") as [(_, stranger_dsn), (_, worker_dsn)], \
+            psycopg.connect(stranger_dsn, autocommit=True) as stranger, \
+            psycopg.connect(worker_dsn, autocommit=True) as worker:
+        stranger.execute("select pg_advisory_lock(1651666801, hashtext('email'))")
+        stranger.execute("select pg_advisory_lock(1651666801, hashtext('sms'))")
+        worker.execute("set statement_timeout = '2s'")  # a claim that waits fails with 57014
+        started = time.monotonic()
+        assert len(worker.execute("select * from brooq.claim('w', array['email'])").fetchall()) == 1
+        assert len(worker.execute("select * from brooq.claim('w', array['sms', 'email'], 5)"
+                                  ).fetchall()) == 2
+        assert time.monotonic() - started < 1.5
+        # the row claim serializes on: no right to lock it, for a stranger or a brooq role
+        for who in (stranger, worker):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                who.execute("select from brooq.flow_lock where topic = 'email' for update")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                who.execute("select from brooq.flow_lock where topic = 'email' for key share")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), worker.transaction():
+            worker.execute("lock table brooq.flow_lock in access share mode")
+
+
+def test_health_shows_a_worker_only_what_postgresql_shows_it_of_other_sessions(
+        server: Any, db: str) -> None:
+    """brooq.health() reads pg_stat_activity with the caller's rights. PostgreSQL shows a
+    role without pg_read_all_stats the pid, user, application and transaction ids of
+    another role's session, never its transaction start, state or query: health, run
+    by a worker, tells no more of another role's old transaction. A transaction of the
+    worker's own role it names in full."""
+    horizon = "select detail from brooq.health() where name = 'xmin_horizon'"
+    with logins(server, db, "brooq_producer", "brooq_worker") as [(other, other_dsn), (me, my_dsn)], \
+            psycopg.connect(other_dsn) as holder, psycopg.connect(my_dsn) as mine, \
+            psycopg.connect(my_dsn, autocommit=True) as worker:
+        holder.execute("select txid_current()")  # an old transaction of another role, left open
+        other_pid = value(holder, "select pg_backend_pid()")
+        other_start = value(holder, "select to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS') "
+                                    "from pg_stat_activity where pid = pg_backend_pid()")
+        seen = worker.execute("select xact_start, state, query from pg_stat_activity where pid = %s",
+                              [other_pid]).fetchone()
+        assert seen == (None, None, "<insufficient privilege>")  # what PostgreSQL shows the worker
+        detail = value(worker, horizon)
+        assert (f'transaction of pid {other_pid} (user {other}, application ""; '
+                "its start is not visible)") in detail, detail
+        assert other_start not in detail, detail
+        assert "idle in transaction" not in detail and "open for" not in detail, detail
+        assert re.search(r"; [1-9]\d* sessions of other roles not visible", detail), detail
+        assert f"grant pg_read_all_stats to {me}" in detail, detail
+        # a transaction of the worker's own role: PostgreSQL shows it whole, and so does health
+        holder.rollback()
+        mine.execute("select txid_current()")
+        mine_pid = value(mine, "select pg_backend_pid()")
+        detail = value(worker, horizon)
+        assert (f'transaction of pid {mine_pid} (user {me}, application "", idle in transaction) '
+                "open since") in detail, detail
+        # the checks of brooq's own tables answer too (brooq._health_jobs, the owner's rights)
+        assert len(worker.execute("select * from brooq.health()").fetchall()) == 6
+
+
+def test_the_clock_and_the_backoff_resolve_nothing_through_the_search_path(conn: Conn) -> None:
+    """brooq._now and brooq._backoff (not SECURITY DEFINER, no SET, so that they stay
+    cheap and inlinable) qualify their operators: a caller's search_path with planted
+    operators before pg_catalog's changes nothing."""
+    assert plant(conn) > 100
+    conn.execute("set brooq.now = '2030-01-01 00:00:00+00'")  # _now's frozen path, its comparisons
+    conn.execute("set search_path = evil, pg_catalog")
+    conn.execute("select 1 = 1")
+    conn.execute("reset search_path")
+    assert conn.execute("select what from evil.calls").fetchall() == [("=(integer, integer)",)]
+    conn.execute("truncate evil.calls")
+
+    conn.execute("set search_path = evil, pg_catalog")
+    row = conn.execute("select brooq._now(), brooq._backoff('1 second', '1 minute', 3), "
+                       "brooq._backoff('1 hour', '2 hours', 1000)").fetchone()
+    conn.execute("reset search_path")
+    conn.execute("reset brooq.now")
+    recorded = conn.execute("select what, pg_catalog.count(*) from evil.calls group by what").fetchall()
+    assert recorded == [], f"resolved through the caller's search_path: {recorded}"
+    assert row is not None and row[0].year == 2030
+    assert timedelta(seconds=2) <= row[1] <= timedelta(seconds=4)
+    assert timedelta(hours=1) <= row[2] <= timedelta(hours=2)

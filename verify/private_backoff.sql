@@ -8,5 +8,8 @@ select 1 / (not p.prosecdef)::int from pg_catalog.pg_proc p where p.oid = 'brooq
 select 1 / (count(*) = 0)::int from pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
  where p.oid = 'brooq._backoff(interval, interval, integer)'::regprocedure and a.grantee = 0;
 select 1 / (not pg_catalog.has_function_privilege('brooq_producer', 'brooq._backoff(interval, interval, integer)', 'execute'))::int;
+-- every operator qualified
+select 1 / (p.prosrc ~ 'operator\(pg_catalog\.\*\)')::int from pg_catalog.pg_proc p
+ where p.oid = 'brooq._backoff(interval, interval, integer)'::regprocedure;
 
 rollback;

@@ -1,7 +1,7 @@
 -- brooq.enqueue: structure, behaviour (the new row, idempotency, every error and
 -- that nothing is written on error), then privileges under switched roles.
 begin;
-select plan(60);
+select plan(61);
 
 -- Structure -------------------------------------------------------------------
 
@@ -111,6 +111,9 @@ select throws_ok($$ select brooq.enqueue('t.enq.small', jsonb_build_object('blob
 select throws_ok($$ select brooq.enqueue(null) $$, '22004',
     'brooq.enqueue: topic, payload and priority must not be NULL', 'a NULL topic is 22004');
 select throws_ok($$ select brooq.enqueue('t.enq', null) $$, '22004', null, 'a NULL payload is 22004');
+-- docs/errors.md: PostgreSQL's own, from the cast to jsonb, before brooq runs
+select throws_ok($$ select brooq.enqueue('t.enq', (repeat('[', 100000) || repeat(']', 100000))::jsonb) $$, '54001',
+    'stack depth limit exceeded', 'a payload nested past PostgreSQL''s stack depth is 54001');
 select throws_ok($$ select brooq.enqueue('t.enq', priority => null) $$, '22004', null, 'a NULL priority is 22004');
 select throws_ok($$ select brooq.enqueue('t.enq', available_at => 'infinity') $$, '22023',
     'invalid available_at infinity', 'an infinite available_at is 22023');

@@ -4,7 +4,7 @@
 -- its edge, a claim batch cut at the rate), and what brooq.topic_stats shows. The races and the isolation level
 -- claim requires: tests/test_flow_races.py.
 begin;
-select plan(54);
+select plan(60);
 
 set local brooq.now = '2030-01-01 00:00:00+00';
 
@@ -122,6 +122,19 @@ select is_empty($$ select * from brooq.claim('w8', array['t.back'], 10) $$,
 set local brooq.now = '2030-01-01 02:01:40+00';
 select is((select count(*)::int from brooq.claim('w8', array['t.back'], 10)), 2,
     'at 02:01:40, a claim takes the two new jobs');
+
+-- the flow lock: a row of brooq.flow_lock per topic ------------------------------------
+
+select is((select count(*)::int from brooq.topic t where not exists (select from brooq.flow_lock l where l.topic = t.name)), 0,
+    'declare_topic gave every topic its row of brooq.flow_lock');
+select lives_ok($$ select brooq.declare_topic('t.back', rate => 3, per => '1 minute') $$, 'a topic declared again...');
+select is((select count(*)::int from brooq.flow_lock where topic = 't.back'), 1, '...keeps its one row');
+-- a topic row written by hand has no lock row: its first flow-limited claim adds it
+insert into brooq.topic (name, created_at, updated_at, max_in_flight) values ('t.bare', now(), now(), 1);
+select lives_ok($$ select brooq.enqueue_many('t.bare', array_fill('{}'::jsonb, array[3])) $$, 'three jobs of a topic without a lock row');
+select is((select count(*)::int from brooq.claim('w9', array['t.bare', 't.one'], 10)), 1,
+    'its claim takes what max_in_flight 1 allows');
+select is((select count(*)::int from brooq.flow_lock where topic = 't.bare'), 1, 'and gave the topic its lock row');
 
 select * from finish();
 rollback;

@@ -4,13 +4,16 @@
 -- privileges under switched roles. Vacuum and the xmin horizon need other
 -- sessions: tests/test_cockpit.py.
 begin;
-select plan(20);
+select plan(22);
 
 -- Structure -------------------------------------------------------------------
 
 select has_function('brooq', 'health', array[]::text[]);
 select function_returns('brooq', 'health', array[]::text[], 'setof brooq.health_check');
-select is_definer('brooq', 'health', array[]::text[]);
+-- the caller's rights: pg_stat_activity shows it what PostgreSQL shows it (the
+-- other sessions' part: tests/test_security.py); the job checks, the owner's
+select isnt_definer('brooq', 'health', array[]::text[]);
+select is_definer('brooq', '_health_jobs', array[]::text[]);
 select has_composite('brooq', 'health_check', 'the type brooq.health_check');
 
 -- Behaviour --------------------------------------------------------------------------
@@ -55,6 +58,8 @@ reset role;
 set local role brooq_producer;
 select throws_ok($$ select * from brooq.health() $$, '42501', 'permission denied for function health',
     'brooq_producer may not');
+select throws_ok($$ select * from brooq._health_jobs() $$, '42501', 'permission denied for function _health_jobs',
+    'nor call its job checks');
 reset role;
 
 select * from finish();

@@ -1,7 +1,7 @@
 -- brooq.heartbeat: structure, behaviour (renews only the holder's leases, fenced
 -- by lease_tokens, lost leases missing from the answer, errors), then privileges.
 begin;
-select plan(46);
+select plan(48);
 
 -- Structure -------------------------------------------------------------------
 
@@ -94,6 +94,10 @@ select throws_ok($$ select brooq.heartbeat('w1', array[1]::bigint[], '-1 second'
     'a negative lease is 22023');
 select throws_ok($$ select brooq.heartbeat('w1', array[1, 2]::bigint[], '1 minute', array[1]::bigint[]) $$, '22023',
     'lease_tokens has 1 elements, job_ids has 2', 'lease_tokens of another length is 22023');
+select throws_ok($$ select brooq.heartbeat('w1', array[[1, 2]]::bigint[], '1 minute', array[1, 2]::bigint[]) $$, '22023',
+    'brooq.heartbeat: job_ids, lease_tokens and progress must be one-dimensional arrays', 'a two-dimensional job_ids is 22023');
+select throws_ok($$ select brooq.heartbeat('w1', array[1, 2]::bigint[], '1 minute', array[[1], [2]]::bigint[]) $$, '22023',
+    'brooq.heartbeat: job_ids, lease_tokens and progress must be one-dimensional arrays', 'two-dimensional lease_tokens is 22023');
 select throws_ok($$ select brooq.heartbeat(null, array[1]::bigint[], '30 seconds', array[1]::bigint[]) $$, '22004',
     'brooq.heartbeat: worker, job_ids, lease and lease_tokens must not be NULL', 'a NULL worker is 22004');
 select throws_ok($$ select brooq.heartbeat('w1', array[1]::bigint[], '-1 mon 31 days', array[1]::bigint[]) $$, '22023',

@@ -97,10 +97,13 @@ select case when to_regproc('plpgsql_check_function_tb') is null
                 'plpgsql_check finds no error and no warning in any PL/pgSQL routine') end;
 select is_empty($$ select name from routine where prosecdef and (proconfig is null or not proconfig @> array['search_path=pg_catalog, pg_temp']) $$,
     'none of the exceptions is SECURITY DEFINER');
-select set_eq($$ select name from routine where api and not prosecdef $$, array['brooq.purge_all(integer,integer)'],
-    'every API routine is SECURITY DEFINER but the committing procedure purge_all (which only calls brooq.purge)');
-select is_empty($$ select name from routine where not api and prosecdef $$,
-    'no private helper is SECURITY DEFINER (they run inside the API''s rights)');
+-- health reads pg_stat_activity with the caller's rights (PostgreSQL shows a role
+-- only what it may see); its job checks come from the definer _health_jobs
+select set_eq($$ select name from routine where api and not prosecdef $$,
+    array['brooq.purge_all(integer,integer)', 'brooq.health()'],
+    'every API routine is SECURITY DEFINER but the committing procedure purge_all (which only calls brooq.purge) and health');
+select set_eq($$ select name from routine where not api and prosecdef $$, array['brooq._health_jobs()'],
+    'no private helper is SECURITY DEFINER (they run inside the API''s rights) but health''s job checks');
 select is_empty($$ select name from routine where language not in ('sql', 'plpgsql') $$, 'every routine is SQL or PL/pgSQL');
 select is_empty($$
     select name, m[1] from routine, regexp_matches(prosrc, '(\m(from|join|update|into|using)\s+(job|topic)\M)(?!\s*")', 'gi') m $$,

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(237);
+select plan(243);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -38,6 +38,7 @@ insert into matrix values
     ('brooq.retry_dead(text, boolean, integer, timestamptz)', false, false, true),
     ('brooq._retry(bigint[], text[])', false, false, false),
     ('brooq.health()', false, true, true),
+    ('brooq._health_jobs()', false, true, true),
     ('brooq.schedule(text, text, text, jsonb, integer)', false, false, true),
     ('brooq.unschedule(text)', false, false, true),
     ('brooq._schedule_tick(text)', false, false, false),
@@ -86,6 +87,9 @@ select table_privs_are('brooq', 'retention_stats', 'brooq_worker', array['SELECT
 select table_privs_are('brooq', 'retention_stats', 'brooq_producer', array[]::text[], 'brooq_producer may not read retention_stats');
 select is((select count(*)::int from pg_class c, aclexplode(c.relacl) a
             where c.relnamespace = 'brooq'::regnamespace and a.grantee = 0), 0, 'PUBLIC has no privilege on any brooq relation');
+-- only brooq's owner may lock a topic's flow lock (brooq.claim)
+select table_privs_are('brooq', 'flow_lock', 'brooq_worker', array[]::text[], 'brooq_worker has no right on flow_lock');
+select table_privs_are('brooq', 'flow_lock', 'brooq_admin', array[]::text[], 'brooq_admin has no right on flow_lock');
 select sequence_privs_are('brooq', 'job_id_seq', 'brooq_producer', array[]::text[], 'brooq_producer has no right on the id sequence');
 select sequence_privs_are('brooq', 'job_id_seq', 'brooq_worker', array[]::text[], 'brooq_worker has no right on the id sequence');
 select sequence_privs_are('brooq', 'job_id_seq', 'brooq_admin', array[]::text[], 'brooq_admin has no right on the id sequence');

@@ -2,7 +2,7 @@
 -- leases skipped, array validation with nothing written), the outcome dead (at
 -- once, fenced, retain_payload), then privileges.
 begin;
-select plan(59);
+select plan(61);
 
 -- Structure -------------------------------------------------------------------
 
@@ -114,6 +114,13 @@ select throws_ok(format($$ select brooq.settle_many('w1', array[%s, %s], array[%
 select throws_ok(format($$ select brooq.settle_many('w1', array[%s, %s], array[%s, %s], array['done', 'done'], results => array['{}', '{}', '{}']::jsonb[]) $$,
                         :a, :b, :a_tok, :b_tok),
     '22023', null, 'results of another length is 22023');
+select throws_ok(format($$ select brooq.settle_many('w1', array[[%s, %s]], array[%s, %s], array['done', 'done']) $$, :a, :b, :a_tok, :b_tok),
+    '22023', 'brooq.settle_many: job_ids, lease_tokens, outcomes, errors, delays and results must be one-dimensional arrays',
+    'a two-dimensional job_ids is 22023');
+select throws_ok(format($$ select brooq.settle_many('w1', array[%s, %s], array[%s, %s], array['done', 'done'],
+                                                    results => array[['{}'], ['{}']]::jsonb[]) $$, :a, :b, :a_tok, :b_tok),
+    '22023', 'brooq.settle_many: job_ids, lease_tokens, outcomes, errors, delays and results must be one-dimensional arrays',
+    'two-dimensional results are 22023');
 select throws_ok(format($$ select brooq.settle_many('w1', array[%s, null], array[%s, %s], array['done', 'done']) $$, :a, :a_tok, :b_tok),
     '22004', 'brooq.settle_many: element 2 has a NULL job id, lease token or outcome', 'a NULL id element is 22004, naming it');
 select throws_ok(format($$ select brooq.settle_many('w1', array[%s, %s], array[%s, null], array['done', 'done']) $$, :a, :b, :a_tok),
