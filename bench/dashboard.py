@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import psycopg
-from brooq import queries
+from brooq.tools import queries as tool_queries
 from brooq.tools.dashboard import Database
 from pgcluster import Cluster
 
@@ -54,7 +54,7 @@ def main() -> None:
             conn.execute("vacuum analyze brooq.job")
             since = conn.execute("select date_trunc('minute', now()) - interval '14 minutes'").fetchone()
             assert since is not None
-            plan = conn.execute("explain (analyze, buffers) " + queries.DASHBOARD_THROUGHPUT,  # type: ignore[operator]
+            plan = conn.execute("explain (analyze, buffers) " + tool_queries.DASHBOARD_THROUGHPUT,  # type: ignore[operator]
                                 {"topics": ["big", "small", "other"], "sinces": [since[0]] * 3}).fetchall()
             print("\n".join(r[0] for r in plan))
         db = Database(dsn)

@@ -11,7 +11,7 @@ Scenarios (docs/performance.md explains each figure):
   ceiling   pgbench calling brooq's functions directly; brooq's drain as a share of it
   grown     1,000,000 terminal rows + N ready vs an empty table: claim, drain, topic_stats
   memory    peak RSS of one worker process draining N jobs (measured during `drain`)
-  flow      brooq's flow control (issue 14): one worker process draining N jobs with no
+  flow      brooq's flow control: one worker process draining N jobs with no
             limit, with a max_in_flight that does not bind, and spread over 1,000 ordered
             groups; each as a share of the first
 """
@@ -226,7 +226,7 @@ class Bench:
 
     def drain_unretained(self, system: System, procs: int, run: int,
                          failed: set[tuple[str, int]]) -> None:
-        """brooq's drain on a topic declared retain_done => false (issue 12): settle_many
+        """brooq's drain on a topic declared retain_done => false: settle_many
         deletes each job as it settles it done, instead of a second row version. The
         worker declares the topic so at start; the topic is declared again (retain_done
         true) after, for the other scenarios."""

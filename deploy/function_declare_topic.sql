@@ -69,6 +69,12 @@ begin;
 --   22023 invalid_parameter_value  a bad name or setting
 -- Touches: inserts or updates one row of brooq.topic; inserts the topic's row of
 -- brooq.flow_lock when it is missing.
+--
+-- brooq._write_topic(wanted brooq.topic) -> brooq.topic, private: checks a topic's
+-- settings and stores them (declare_topic and alter_topic both write through it,
+-- so both accept and refuse the same values with the same errors). A rate without
+-- a per gets per '1 second'. Creates the topic (paused false) or updates its
+-- settings; paused and created_at of an existing topic are kept.
 
 -- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
 -- max_lease_losses, before the flow limits, before max_execution and before the
@@ -79,6 +85,147 @@ drop function if exists brooq.declare_topic(text, integer, interval, interval, i
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval);
+
+create or replace function brooq._write_topic(wanted brooq.topic)
+returns brooq.topic
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v brooq.topic := wanted;
+begin
+    if v.name !~ '^[a-z0-9._-]{1,128}$' then
+        raise exception 'invalid topic name "%"', left(v.name, 200)
+            using errcode = 'invalid_parameter_value',
+                  detail = format('The name is %s characters long.', length(v.name)),
+                  hint = 'Use 1 to 128 lowercase letters, digits, ".", "-" or "_".';
+    end if;
+    if v.max_attempts not between 1 and 1000 then
+        raise exception 'invalid max_attempts % for topic "%"', v.max_attempts, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_attempts must be between 1 and 1000.';
+    end if;
+    if v.backoff_base <= interval '0' then
+        raise exception 'invalid backoff_base % for topic "%"', v.backoff_base, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'backoff_base must be positive, e.g. ''1 second''.';
+    end if;
+    if v.backoff_max < v.backoff_base then
+        raise exception 'invalid backoff_max % for topic "%": below backoff_base %',
+                v.backoff_max, v.name, v.backoff_base
+            using errcode = 'invalid_parameter_value',
+                  hint = 'backoff_max must be at least backoff_base.';
+    end if;
+    if v.retention < interval '0' then
+        raise exception 'invalid retention % for topic "%"', v.retention, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'retention must be zero (keep forever) or positive.';
+    end if;
+    if v.backoff_max > interval '100 years' or v.retention > interval '100 years' then
+        raise exception 'invalid % % for topic "%": longer than 100 years',
+                case when v.backoff_max > interval '100 years' then 'backoff_max' else 'retention' end,
+                case when v.backoff_max > interval '100 years' then v.backoff_max
+                     else v.retention end,
+                v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Durations are at most 100 years; a retention of 0 keeps jobs forever.';
+    end if;
+    -- Intervals compare as if a month were 30 days, so '70000000 mons -2099999999 days'
+    -- is "1 day" to the checks above, yet now + it overflows. Settle computes now +
+    -- backoff, purge now - retention: those instants must exist. (Not a hot path.)
+    begin
+        perform v_now + v.backoff_base, v_now + v.backoff_max,
+                v_now - v.retention;
+    exception when datetime_field_overflow then
+        raise exception 'invalid durations for topic "%": now + backoff or now - retention is out of range',
+                v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Write durations without huge negative parts, e.g. ''90 days''.';
+    end;
+    if v.max_payload_bytes not between 1 and 268435455 then
+        raise exception 'invalid max_payload_bytes % for topic "%"', v.max_payload_bytes, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_payload_bytes must be between 1 and 268435455 (256 MiB).';
+    end if;
+
+    if v.max_lease not between interval '1 second' and interval '7 days'
+        or not brooq._duration_ok(v.max_lease) then
+        raise exception 'invalid max_lease % for topic "%"', v.max_lease, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_lease must be between 1 second and 7 days, positive in every part, e.g. ''1 hour''.';
+    end if;
+    if v.max_lease_losses not between 1 and 1000 then
+        raise exception 'invalid max_lease_losses % for topic "%"', v.max_lease_losses, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_lease_losses must be between 1 and 1000 (lease losses in a row before a job is dead).';
+    end if;
+    if v.max_in_flight not between 1 and 1000000 then
+        raise exception 'invalid max_in_flight % for topic "%"', v.max_in_flight, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_in_flight must be between 1 and 1000000, or NULL for no limit.';
+    end if;
+    if v.rate not between 1 and 1000000 then
+        raise exception 'invalid rate % for topic "%"', v.rate, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'rate must be between 1 and 1000000 claims per window, or NULL for no rate limit.';
+    end if;
+    if v.rate is null and v.per is not null then
+        raise exception 'per % given without a rate for topic "%"', v.per, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give both, e.g. rate => 10, per => ''1 second'', or neither.';
+    end if;
+    if v.rate is not null then
+        v.per := coalesce(v.per, interval '1 second');
+        if v.per not between interval '1 millisecond' and interval '1 day' or not brooq._duration_ok(v.per) then
+            raise exception 'invalid per % for topic "%"', v.per, v.name
+                using errcode = 'invalid_parameter_value',
+                      hint = 'per must be between 1 millisecond and 1 day, positive in every part, e.g. ''1 second''.';
+        end if;
+    end if;
+
+    if v.max_execution not between interval '1 second' and interval '100 years'
+        or not brooq._duration_ok(v.max_execution) then
+        raise exception 'invalid max_execution % for topic "%"', v.max_execution, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
+    end if;
+
+    insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
+                                  max_payload_bytes, notify, created_at, updated_at, max_lease,
+                                  max_lease_losses, max_in_flight, rate, per, max_execution,
+                                  retain_done, retain_payload)
+    values (v.name, v.max_attempts, v.backoff_base, v.backoff_max, v.retention,
+            v.max_payload_bytes, v.notify, v_now, v_now, v.max_lease, v.max_lease_losses,
+            v.max_in_flight, v.rate, v.per, v.max_execution, v.retain_done, v.retain_payload)
+    on conflict on constraint topic_pkey do update
+        set max_attempts = excluded.max_attempts,
+            backoff_base = excluded.backoff_base,
+            backoff_max = excluded.backoff_max,
+            retention = excluded.retention,
+            max_payload_bytes = excluded.max_payload_bytes,
+            notify = excluded.notify,
+            max_lease = excluded.max_lease,
+            max_lease_losses = excluded.max_lease_losses,
+            max_in_flight = excluded.max_in_flight,
+            rate = excluded.rate,
+            per = excluded.per,
+            max_execution = excluded.max_execution,
+            retain_done = excluded.retain_done,
+            retain_payload = excluded.retain_payload,
+            updated_at = excluded.updated_at
+    returning t.* into v;
+    -- the row brooq.claim locks to count the topic's flow limits (brooq.flow_lock)
+    insert into brooq.flow_lock (topic) values (v.name)
+        on conflict on constraint flow_lock_pkey do nothing;
+    return v;
+end
+$$;
+
+comment on function brooq._write_topic(brooq.topic) is
+'Private: check a topic''s settings and store them (the body of declare_topic and alter_topic). Errors: 22023 bad name or setting.';
+
+revoke all on function brooq._write_topic(brooq.topic) from public;
 
 create or replace function brooq.declare_topic(
     name text,
@@ -102,9 +249,7 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_now timestamptz := brooq._now();
-    v_topic brooq.topic;
-    v_per interval := declare_topic.per;
+    v brooq.topic;
 begin
     if declare_topic.name is null or declare_topic.max_attempts is null
         or declare_topic.backoff_base is null or declare_topic.backoff_max is null
@@ -116,132 +261,23 @@ begin
             using errcode = 'null_value_not_allowed',
                   hint = 'Leave an argument out to take its default.';
     end if;
-    if declare_topic.name !~ '^[a-z0-9._-]{1,128}$' then
-        raise exception 'invalid topic name "%"', left(declare_topic.name, 200)
-            using errcode = 'invalid_parameter_value',
-                  detail = format('The name is %s characters long.', length(declare_topic.name)),
-                  hint = 'Use 1 to 128 lowercase letters, digits, ".", "-" or "_".';
-    end if;
-    if declare_topic.max_attempts not between 1 and 1000 then
-        raise exception 'invalid max_attempts % for topic "%"', declare_topic.max_attempts, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_attempts must be between 1 and 1000.';
-    end if;
-    if declare_topic.backoff_base <= interval '0' then
-        raise exception 'invalid backoff_base % for topic "%"', declare_topic.backoff_base, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'backoff_base must be positive, e.g. ''1 second''.';
-    end if;
-    if declare_topic.backoff_max < declare_topic.backoff_base then
-        raise exception 'invalid backoff_max % for topic "%": below backoff_base %',
-                declare_topic.backoff_max, declare_topic.name, declare_topic.backoff_base
-            using errcode = 'invalid_parameter_value',
-                  hint = 'backoff_max must be at least backoff_base.';
-    end if;
-    if declare_topic.retention < interval '0' then
-        raise exception 'invalid retention % for topic "%"', declare_topic.retention, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'retention must be zero (keep forever) or positive.';
-    end if;
-    if declare_topic.backoff_max > interval '100 years' or declare_topic.retention > interval '100 years' then
-        raise exception 'invalid % % for topic "%": longer than 100 years',
-                case when declare_topic.backoff_max > interval '100 years' then 'backoff_max' else 'retention' end,
-                case when declare_topic.backoff_max > interval '100 years' then declare_topic.backoff_max
-                     else declare_topic.retention end,
-                declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Durations are at most 100 years; a retention of 0 keeps jobs forever.';
-    end if;
-    -- Intervals compare as if a month were 30 days, so '70000000 mons -2099999999 days'
-    -- is "1 day" to the checks above, yet now + it overflows. Settle computes now +
-    -- backoff, purge now - retention: those instants must exist. (Not a hot path.)
-    begin
-        perform v_now + declare_topic.backoff_base, v_now + declare_topic.backoff_max,
-                v_now - declare_topic.retention;
-    exception when datetime_field_overflow then
-        raise exception 'invalid durations for topic "%": now + backoff or now - retention is out of range',
-                declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Write durations without huge negative parts, e.g. ''90 days''.';
-    end;
-    if declare_topic.max_payload_bytes not between 1 and 268435455 then
-        raise exception 'invalid max_payload_bytes % for topic "%"', declare_topic.max_payload_bytes, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_payload_bytes must be between 1 and 268435455 (256 MiB).';
-    end if;
-
-    if declare_topic.max_lease not between interval '1 second' and interval '7 days'
-        or not brooq._duration_ok(declare_topic.max_lease) then
-        raise exception 'invalid max_lease % for topic "%"', declare_topic.max_lease, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_lease must be between 1 second and 7 days, positive in every part, e.g. ''1 hour''.';
-    end if;
-    if declare_topic.max_lease_losses not between 1 and 1000 then
-        raise exception 'invalid max_lease_losses % for topic "%"', declare_topic.max_lease_losses, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_lease_losses must be between 1 and 1000 (lease losses in a row before a job is dead).';
-    end if;
-    if declare_topic.max_in_flight not between 1 and 1000000 then
-        raise exception 'invalid max_in_flight % for topic "%"', declare_topic.max_in_flight, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_in_flight must be between 1 and 1000000, or NULL for no limit.';
-    end if;
-    if declare_topic.rate not between 1 and 1000000 then
-        raise exception 'invalid rate % for topic "%"', declare_topic.rate, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'rate must be between 1 and 1000000 claims per window, or NULL for no rate limit.';
-    end if;
-    if declare_topic.rate is null and v_per is not null then
-        raise exception 'per % given without a rate for topic "%"', v_per, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Give both, e.g. rate => 10, per => ''1 second'', or neither.';
-    end if;
-    if declare_topic.rate is not null then
-        v_per := coalesce(v_per, interval '1 second');
-        if v_per not between interval '1 millisecond' and interval '1 day' or not brooq._duration_ok(v_per) then
-            raise exception 'invalid per % for topic "%"', v_per, declare_topic.name
-                using errcode = 'invalid_parameter_value',
-                      hint = 'per must be between 1 millisecond and 1 day, positive in every part, e.g. ''1 second''.';
-        end if;
-    end if;
-
-    if declare_topic.max_execution not between interval '1 second' and interval '100 years'
-        or not brooq._duration_ok(declare_topic.max_execution) then
-        raise exception 'invalid max_execution % for topic "%"', declare_topic.max_execution, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
-    end if;
-
-    insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
-                                  max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses, max_in_flight, rate, per, max_execution,
-                                  retain_done, retain_payload)
-    values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
-            declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
-            declare_topic.notify, v_now, v_now, declare_topic.max_lease,
-            declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
-            declare_topic.max_execution, declare_topic.retain_done, declare_topic.retain_payload)
-    on conflict on constraint topic_pkey do update
-        set max_attempts = excluded.max_attempts,
-            backoff_base = excluded.backoff_base,
-            backoff_max = excluded.backoff_max,
-            retention = excluded.retention,
-            max_payload_bytes = excluded.max_payload_bytes,
-            notify = excluded.notify,
-            max_lease = excluded.max_lease,
-            max_lease_losses = excluded.max_lease_losses,
-            max_in_flight = excluded.max_in_flight,
-            rate = excluded.rate,
-            per = excluded.per,
-            max_execution = excluded.max_execution,
-            retain_done = excluded.retain_done,
-            retain_payload = excluded.retain_payload,
-            updated_at = excluded.updated_at
-    returning t.* into v_topic;
-    -- the row brooq.claim locks to count the topic's flow limits (brooq.flow_lock)
-    insert into brooq.flow_lock (topic) values (declare_topic.name)
-        on conflict on constraint flow_lock_pkey do nothing;
-    return v_topic;
+    v.name := declare_topic.name;
+    v.max_attempts := declare_topic.max_attempts;
+    v.backoff_base := declare_topic.backoff_base;
+    v.backoff_max := declare_topic.backoff_max;
+    v.retention := declare_topic.retention;
+    v.max_payload_bytes := declare_topic.max_payload_bytes;
+    v.notify := declare_topic.notify;
+    v.paused := false;
+    v.max_lease := declare_topic.max_lease;
+    v.max_lease_losses := declare_topic.max_lease_losses;
+    v.max_in_flight := declare_topic.max_in_flight;
+    v.rate := declare_topic.rate;
+    v.per := declare_topic.per;
+    v.max_execution := declare_topic.max_execution;
+    v.retain_done := declare_topic.retain_done;
+    v.retain_payload := declare_topic.retain_payload;
+    return brooq._write_topic(v);
 end
 $$;
 

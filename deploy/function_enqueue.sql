@@ -24,7 +24,7 @@ begin;
 --   available_at     not claimable before this instant (default: now)
 --   priority         higher is claimed first (default 0)
 --   delay            not claimable before now + delay (exclusive with available_at)
---   group_key        an ordered group (issue 14): the jobs of one (topic, group_key)
+--   group_key        an ordered group: the jobs of one (topic, group_key)
 --                    run one at a time, in the order their enqueues committed
 --                    (group_seq, drawn from brooq.job_group under its row lock; see
 --                    brooq.claim). NULL or '' = no group. At most 255 characters.

@@ -20,7 +20,7 @@ begin;
 -- handlers reported since the last heartbeat (progress), so that reporting costs
 -- no round trip of its own.
 --
--- max_execution (issue 12): for a topic with one, the lease is never renewed past
+-- max_execution: for a topic with one, the lease is never renewed past
 -- the job's execution deadline (first_claimed_at + max_execution), and once the
 -- deadline has come the job is no longer renewed at all: its id is missing from the
 -- answer, so a worker that did not stop the attempt itself stops it now, and the

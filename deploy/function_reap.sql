@@ -30,7 +30,7 @@ begin;
 -- makes dead (poison pill, or max_execution on the last attempt): 'null'::jsonb,
 -- as with any terminal job.
 --
--- max_execution (issue 12): a lease that ran to the job's execution deadline
+-- max_execution: a lease that ran to the job's execution deadline
 -- (first_claimed_at + the topic's max_execution <= locked_until: claim and
 -- heartbeat never let a lease run past it) is no crash but a job out of time: reap
 -- records it as a failed attempt, as settle records outcome failed: failed, retried

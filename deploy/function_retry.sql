@@ -16,7 +16,7 @@ begin;
 --
 -- Re-drive: put dead (and, when asked, canceled) jobs back to pending, an
 -- explicit act of an admin, distinct from any worker's outcome. It is the only
--- way out of a terminal state (invariant 3, amended: the queue itself never
+-- way out of a terminal state (invariant 3, docs/architecture.md: the queue never
 -- overwrites done, dead or canceled; an admin may re-drive dead and canceled
 -- jobs; done is never left). The job keeps its row, its id, its key and its
 -- history:
@@ -35,7 +35,7 @@ begin;
 --   group_seq      of a job of an ordered group: the next number of its group,
 --                  drawn under the group's row lock as enqueue does (brooq.job_group),
 --                  so the re-driven job runs after the jobs of its group already
---                  queued, never beside one that runs (issue 14)
+--                  queued, never beside one that runs
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
 -- topic was declared with notify => false).
 --

@@ -5,7 +5,7 @@
 begin;
 
 -- When the job was first claimed: set by brooq.claim on the first claim and kept
--- on every later one; the topic's max_execution counts from it (issue 12). NULL:
+-- on every later one; the topic's max_execution counts from it. NULL:
 -- never claimed (or claimed only before this change: its next claim sets it).
 -- A nullable column without a default: no table rewrite.
 alter table brooq.job add column first_claimed_at timestamptz;

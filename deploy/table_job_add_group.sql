@@ -4,7 +4,7 @@
 
 begin;
 
--- Ordered groups (issue 14): the jobs of one (topic, group_key) run one at a time,
+-- Ordered groups: the jobs of one (topic, group_key) run one at a time,
 -- in group_seq order, which brooq.enqueue draws from brooq.job_group. Nullable
 -- columns without a default: no rewrite of the table. Building job_group_idx reads
 -- brooq.job once, under a lock that blocks writes to it (not reads).

@@ -4,7 +4,7 @@
 
 begin;
 
--- Flow control, enforced by brooq.claim (issue 14). NULL = no limit, so every topic
+-- Flow control, enforced by brooq.claim. NULL = no limit, so every topic
 -- keeps today's behaviour, and nullable columns without a default: no rewrite of
 -- the table.
 --   max_in_flight  at most this many jobs of the topic processing at any moment

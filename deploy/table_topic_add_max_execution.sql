@@ -6,7 +6,7 @@ begin;
 
 -- The longest a job of the topic may take across all its attempts, counted from
 -- its first claim (brooq.job.first_claimed_at): claim and heartbeat bound the
--- lease by it, reap records a lease that ran to it as a failed attempt (issue 12).
+-- lease by it, reap records a lease that ran to it as a failed attempt.
 -- NULL = no limit, so every topic keeps today's behaviour; a nullable column
 -- without a default: no rewrite of the table.
 alter table brooq.topic

@@ -4,7 +4,7 @@
 
 begin;
 
--- Retention policies (issue 12, seed 004). Constant defaults: no rewrite of the
+-- Retention policies. Constant defaults: no rewrite of the
 -- table, and every topic keeps today's behaviour.
 --   retain_done     false: settle_many deletes a job in the statement that settles it done
 --   retain_payload  false: a job's payload becomes 'null'::jsonb when it becomes terminal

@@ -5,7 +5,7 @@
 begin;
 
 -- brooq.claim's answer says how much of the topic's max_execution the job has
--- left (issue 12): the instant it runs out, and the time left at the claim (a
+-- left: the instant it runs out, and the time left at the claim (a
 -- worker sets its timer from the interval and never compares a database instant
 -- with its own clock). Both NULL when the topic has no max_execution.
 alter type brooq.claimed_job

@@ -1,10 +1,11 @@
 -- Revert brooq:function_declare_topic from pg
 -- Written by hand (the rework added max_lease, max_lease_losses, the flow limits, max_execution and the retention policies to the signature): drops the new
--- signature, then restores function_declare_topic@v0.1.0, the body of its deploy script.
+-- signature and the private brooq._write_topic, then restores function_declare_topic@v0.1.0, the body of its deploy script.
 
 begin;
 
 drop function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean);
+drop function brooq._write_topic(brooq.topic);
 
 -- brooq.declare_topic(name, max_attempts, backoff_base, backoff_max, retention,
 --                     max_payload_bytes, notify) -> brooq.topic

@@ -11,16 +11,17 @@
 -- drawn for this call (gen_random_uuid's strong randomness): settle and heartbeat
 -- need it back, and no view shows it, so another worker cannot guess it.
 --
--- max_execution (issue 12): every claim sets first_claimed_at on a job's first
+-- max_execution: every claim sets first_claimed_at on a job's first
 -- claim and keeps it after; for a topic with a max_execution, the job's execution
 -- deadline is first_claimed_at + max_execution (the topic's value at this claim),
 -- and the lease ends no later than it: locked_until = least(now + lease,
 -- greatest(deadline, now)). Each claimed job carries execution_deadline and
 -- execution_left = greatest(deadline - now, 0) (both NULL without max_execution):
 -- a worker bounds the attempt by execution_left. A job already past its deadline
--- is claimed all the same (its attempt is charged, invariant 6) with execution_left
--- 0 and a lease that ends at the claim: the worker settles it failed without
--- running the handler, or, if it does not, the next reap records that failure.
+-- is claimed all the same (its attempt is charged: invariant 6, docs/architecture.md)
+-- with execution_left 0 and a lease that ends at the claim: the worker settles it
+-- failed without running the handler, or, if it does not, the next reap records
+-- that failure.
 --
 -- Claim does not take over expired leases: brooq.reap returns them to pending
 -- (the Python worker reaps every lease/2, pg_cron can too).
@@ -32,7 +33,7 @@
 -- reach max_lease_losses with it. Taken one per claim, they part ways.
 -- (job_suspect_idx finds them; it is empty on a healthy queue.)
 --
--- Flow control (issue 14): a topic declared with max_in_flight or rate (see
+-- Flow control: a topic declared with max_in_flight or rate (see
 -- brooq.declare_topic) is claimed under a lock of its own: the topic's row of
 -- brooq.flow_lock, locked FOR UPDATE (taken in name order, so claims of several
 -- topics cannot deadlock) and held until the claim's transaction ends. Only
@@ -61,7 +62,7 @@
 -- Flow-limited topics need READ COMMITTED (a snapshot taken before the lock would
 -- not see the claims it waited for): in another isolation level, claim refuses them.
 --
--- Ordered groups (issue 14): a job enqueued with a group_key is ready only when no
+-- Ordered groups: a job enqueued with a group_key is ready only when no
 -- earlier job of its (topic, group_key) is active: pending, failed (waiting for a
 -- retry) or processing (job_group_idx, one probe per grouped candidate). So the
 -- jobs of a group run one at a time, in group_seq order (the order their enqueues

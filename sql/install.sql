@@ -442,7 +442,7 @@ grant execute on function brooq.resume_topic(text) to brooq_admin;
 -- makes dead (poison pill, or max_execution on the last attempt): 'null'::jsonb,
 -- as with any terminal job.
 --
--- max_execution (issue 12): a lease that ran to the job's execution deadline
+-- max_execution: a lease that ran to the job's execution deadline
 -- (first_claimed_at + the topic's max_execution <= locked_until: claim and
 -- heartbeat never let a lease run past it) is no crash but a job out of time: reap
 -- records it as a failed attempt, as settle records outcome failed: failed, retried
@@ -1089,6 +1089,12 @@ insert into brooq.flow_lock (topic) select t.name from brooq.topic t;
 --   22023 invalid_parameter_value  a bad name or setting
 -- Touches: inserts or updates one row of brooq.topic; inserts the topic's row of
 -- brooq.flow_lock when it is missing.
+--
+-- brooq._write_topic(wanted brooq.topic) -> brooq.topic, private: checks a topic's
+-- settings and stores them (declare_topic and alter_topic both write through it,
+-- so both accept and refuse the same values with the same errors). A rate without
+-- a per gets per '1 second'. Creates the topic (paused false) or updates its
+-- settings; paused and created_at of an existing topic are kept.
 
 -- 0.1.0's signature, without max_lease; and the ones of 0.2.0's development before
 -- max_lease_losses, before the flow limits, before max_execution and before the
@@ -1099,6 +1105,147 @@ drop function if exists brooq.declare_topic(text, integer, interval, interval, i
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval);
 drop function if exists brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval);
+
+create or replace function brooq._write_topic(wanted brooq.topic)
+returns brooq.topic
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v brooq.topic := wanted;
+begin
+    if v.name !~ '^[a-z0-9._-]{1,128}$' then
+        raise exception 'invalid topic name "%"', left(v.name, 200)
+            using errcode = 'invalid_parameter_value',
+                  detail = format('The name is %s characters long.', length(v.name)),
+                  hint = 'Use 1 to 128 lowercase letters, digits, ".", "-" or "_".';
+    end if;
+    if v.max_attempts not between 1 and 1000 then
+        raise exception 'invalid max_attempts % for topic "%"', v.max_attempts, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_attempts must be between 1 and 1000.';
+    end if;
+    if v.backoff_base <= interval '0' then
+        raise exception 'invalid backoff_base % for topic "%"', v.backoff_base, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'backoff_base must be positive, e.g. ''1 second''.';
+    end if;
+    if v.backoff_max < v.backoff_base then
+        raise exception 'invalid backoff_max % for topic "%": below backoff_base %',
+                v.backoff_max, v.name, v.backoff_base
+            using errcode = 'invalid_parameter_value',
+                  hint = 'backoff_max must be at least backoff_base.';
+    end if;
+    if v.retention < interval '0' then
+        raise exception 'invalid retention % for topic "%"', v.retention, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'retention must be zero (keep forever) or positive.';
+    end if;
+    if v.backoff_max > interval '100 years' or v.retention > interval '100 years' then
+        raise exception 'invalid % % for topic "%": longer than 100 years',
+                case when v.backoff_max > interval '100 years' then 'backoff_max' else 'retention' end,
+                case when v.backoff_max > interval '100 years' then v.backoff_max
+                     else v.retention end,
+                v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Durations are at most 100 years; a retention of 0 keeps jobs forever.';
+    end if;
+    -- Intervals compare as if a month were 30 days, so '70000000 mons -2099999999 days'
+    -- is "1 day" to the checks above, yet now + it overflows. Settle computes now +
+    -- backoff, purge now - retention: those instants must exist. (Not a hot path.)
+    begin
+        perform v_now + v.backoff_base, v_now + v.backoff_max,
+                v_now - v.retention;
+    exception when datetime_field_overflow then
+        raise exception 'invalid durations for topic "%": now + backoff or now - retention is out of range',
+                v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Write durations without huge negative parts, e.g. ''90 days''.';
+    end;
+    if v.max_payload_bytes not between 1 and 268435455 then
+        raise exception 'invalid max_payload_bytes % for topic "%"', v.max_payload_bytes, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_payload_bytes must be between 1 and 268435455 (256 MiB).';
+    end if;
+
+    if v.max_lease not between interval '1 second' and interval '7 days'
+        or not brooq._duration_ok(v.max_lease) then
+        raise exception 'invalid max_lease % for topic "%"', v.max_lease, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_lease must be between 1 second and 7 days, positive in every part, e.g. ''1 hour''.';
+    end if;
+    if v.max_lease_losses not between 1 and 1000 then
+        raise exception 'invalid max_lease_losses % for topic "%"', v.max_lease_losses, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_lease_losses must be between 1 and 1000 (lease losses in a row before a job is dead).';
+    end if;
+    if v.max_in_flight not between 1 and 1000000 then
+        raise exception 'invalid max_in_flight % for topic "%"', v.max_in_flight, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_in_flight must be between 1 and 1000000, or NULL for no limit.';
+    end if;
+    if v.rate not between 1 and 1000000 then
+        raise exception 'invalid rate % for topic "%"', v.rate, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'rate must be between 1 and 1000000 claims per window, or NULL for no rate limit.';
+    end if;
+    if v.rate is null and v.per is not null then
+        raise exception 'per % given without a rate for topic "%"', v.per, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give both, e.g. rate => 10, per => ''1 second'', or neither.';
+    end if;
+    if v.rate is not null then
+        v.per := coalesce(v.per, interval '1 second');
+        if v.per not between interval '1 millisecond' and interval '1 day' or not brooq._duration_ok(v.per) then
+            raise exception 'invalid per % for topic "%"', v.per, v.name
+                using errcode = 'invalid_parameter_value',
+                      hint = 'per must be between 1 millisecond and 1 day, positive in every part, e.g. ''1 second''.';
+        end if;
+    end if;
+
+    if v.max_execution not between interval '1 second' and interval '100 years'
+        or not brooq._duration_ok(v.max_execution) then
+        raise exception 'invalid max_execution % for topic "%"', v.max_execution, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
+    end if;
+
+    insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
+                                  max_payload_bytes, notify, created_at, updated_at, max_lease,
+                                  max_lease_losses, max_in_flight, rate, per, max_execution,
+                                  retain_done, retain_payload)
+    values (v.name, v.max_attempts, v.backoff_base, v.backoff_max, v.retention,
+            v.max_payload_bytes, v.notify, v_now, v_now, v.max_lease, v.max_lease_losses,
+            v.max_in_flight, v.rate, v.per, v.max_execution, v.retain_done, v.retain_payload)
+    on conflict on constraint topic_pkey do update
+        set max_attempts = excluded.max_attempts,
+            backoff_base = excluded.backoff_base,
+            backoff_max = excluded.backoff_max,
+            retention = excluded.retention,
+            max_payload_bytes = excluded.max_payload_bytes,
+            notify = excluded.notify,
+            max_lease = excluded.max_lease,
+            max_lease_losses = excluded.max_lease_losses,
+            max_in_flight = excluded.max_in_flight,
+            rate = excluded.rate,
+            per = excluded.per,
+            max_execution = excluded.max_execution,
+            retain_done = excluded.retain_done,
+            retain_payload = excluded.retain_payload,
+            updated_at = excluded.updated_at
+    returning t.* into v;
+    -- the row brooq.claim locks to count the topic's flow limits (brooq.flow_lock)
+    insert into brooq.flow_lock (topic) values (v.name)
+        on conflict on constraint flow_lock_pkey do nothing;
+    return v;
+end
+$$;
+
+comment on function brooq._write_topic(brooq.topic) is
+'Private: check a topic''s settings and store them (the body of declare_topic and alter_topic). Errors: 22023 bad name or setting.';
+
+revoke all on function brooq._write_topic(brooq.topic) from public;
 
 create or replace function brooq.declare_topic(
     name text,
@@ -1122,9 +1269,7 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_now timestamptz := brooq._now();
-    v_topic brooq.topic;
-    v_per interval := declare_topic.per;
+    v brooq.topic;
 begin
     if declare_topic.name is null or declare_topic.max_attempts is null
         or declare_topic.backoff_base is null or declare_topic.backoff_max is null
@@ -1136,132 +1281,23 @@ begin
             using errcode = 'null_value_not_allowed',
                   hint = 'Leave an argument out to take its default.';
     end if;
-    if declare_topic.name !~ '^[a-z0-9._-]{1,128}$' then
-        raise exception 'invalid topic name "%"', left(declare_topic.name, 200)
-            using errcode = 'invalid_parameter_value',
-                  detail = format('The name is %s characters long.', length(declare_topic.name)),
-                  hint = 'Use 1 to 128 lowercase letters, digits, ".", "-" or "_".';
-    end if;
-    if declare_topic.max_attempts not between 1 and 1000 then
-        raise exception 'invalid max_attempts % for topic "%"', declare_topic.max_attempts, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_attempts must be between 1 and 1000.';
-    end if;
-    if declare_topic.backoff_base <= interval '0' then
-        raise exception 'invalid backoff_base % for topic "%"', declare_topic.backoff_base, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'backoff_base must be positive, e.g. ''1 second''.';
-    end if;
-    if declare_topic.backoff_max < declare_topic.backoff_base then
-        raise exception 'invalid backoff_max % for topic "%": below backoff_base %',
-                declare_topic.backoff_max, declare_topic.name, declare_topic.backoff_base
-            using errcode = 'invalid_parameter_value',
-                  hint = 'backoff_max must be at least backoff_base.';
-    end if;
-    if declare_topic.retention < interval '0' then
-        raise exception 'invalid retention % for topic "%"', declare_topic.retention, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'retention must be zero (keep forever) or positive.';
-    end if;
-    if declare_topic.backoff_max > interval '100 years' or declare_topic.retention > interval '100 years' then
-        raise exception 'invalid % % for topic "%": longer than 100 years',
-                case when declare_topic.backoff_max > interval '100 years' then 'backoff_max' else 'retention' end,
-                case when declare_topic.backoff_max > interval '100 years' then declare_topic.backoff_max
-                     else declare_topic.retention end,
-                declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Durations are at most 100 years; a retention of 0 keeps jobs forever.';
-    end if;
-    -- Intervals compare as if a month were 30 days, so '70000000 mons -2099999999 days'
-    -- is "1 day" to the checks above, yet now + it overflows. Settle computes now +
-    -- backoff, purge now - retention: those instants must exist. (Not a hot path.)
-    begin
-        perform v_now + declare_topic.backoff_base, v_now + declare_topic.backoff_max,
-                v_now - declare_topic.retention;
-    exception when datetime_field_overflow then
-        raise exception 'invalid durations for topic "%": now + backoff or now - retention is out of range',
-                declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Write durations without huge negative parts, e.g. ''90 days''.';
-    end;
-    if declare_topic.max_payload_bytes not between 1 and 268435455 then
-        raise exception 'invalid max_payload_bytes % for topic "%"', declare_topic.max_payload_bytes, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_payload_bytes must be between 1 and 268435455 (256 MiB).';
-    end if;
-
-    if declare_topic.max_lease not between interval '1 second' and interval '7 days'
-        or not brooq._duration_ok(declare_topic.max_lease) then
-        raise exception 'invalid max_lease % for topic "%"', declare_topic.max_lease, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_lease must be between 1 second and 7 days, positive in every part, e.g. ''1 hour''.';
-    end if;
-    if declare_topic.max_lease_losses not between 1 and 1000 then
-        raise exception 'invalid max_lease_losses % for topic "%"', declare_topic.max_lease_losses, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_lease_losses must be between 1 and 1000 (lease losses in a row before a job is dead).';
-    end if;
-    if declare_topic.max_in_flight not between 1 and 1000000 then
-        raise exception 'invalid max_in_flight % for topic "%"', declare_topic.max_in_flight, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_in_flight must be between 1 and 1000000, or NULL for no limit.';
-    end if;
-    if declare_topic.rate not between 1 and 1000000 then
-        raise exception 'invalid rate % for topic "%"', declare_topic.rate, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'rate must be between 1 and 1000000 claims per window, or NULL for no rate limit.';
-    end if;
-    if declare_topic.rate is null and v_per is not null then
-        raise exception 'per % given without a rate for topic "%"', v_per, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'Give both, e.g. rate => 10, per => ''1 second'', or neither.';
-    end if;
-    if declare_topic.rate is not null then
-        v_per := coalesce(v_per, interval '1 second');
-        if v_per not between interval '1 millisecond' and interval '1 day' or not brooq._duration_ok(v_per) then
-            raise exception 'invalid per % for topic "%"', v_per, declare_topic.name
-                using errcode = 'invalid_parameter_value',
-                      hint = 'per must be between 1 millisecond and 1 day, positive in every part, e.g. ''1 second''.';
-        end if;
-    end if;
-
-    if declare_topic.max_execution not between interval '1 second' and interval '100 years'
-        or not brooq._duration_ok(declare_topic.max_execution) then
-        raise exception 'invalid max_execution % for topic "%"', declare_topic.max_execution, declare_topic.name
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_execution must be between 1 second and 100 years, positive in every part, e.g. ''10 minutes'', or NULL for no limit.';
-    end if;
-
-    insert into brooq.topic as t (name, max_attempts, backoff_base, backoff_max, retention,
-                                  max_payload_bytes, notify, created_at, updated_at, max_lease,
-                                  max_lease_losses, max_in_flight, rate, per, max_execution,
-                                  retain_done, retain_payload)
-    values (declare_topic.name, declare_topic.max_attempts, declare_topic.backoff_base,
-            declare_topic.backoff_max, declare_topic.retention, declare_topic.max_payload_bytes,
-            declare_topic.notify, v_now, v_now, declare_topic.max_lease,
-            declare_topic.max_lease_losses, declare_topic.max_in_flight, declare_topic.rate, v_per,
-            declare_topic.max_execution, declare_topic.retain_done, declare_topic.retain_payload)
-    on conflict on constraint topic_pkey do update
-        set max_attempts = excluded.max_attempts,
-            backoff_base = excluded.backoff_base,
-            backoff_max = excluded.backoff_max,
-            retention = excluded.retention,
-            max_payload_bytes = excluded.max_payload_bytes,
-            notify = excluded.notify,
-            max_lease = excluded.max_lease,
-            max_lease_losses = excluded.max_lease_losses,
-            max_in_flight = excluded.max_in_flight,
-            rate = excluded.rate,
-            per = excluded.per,
-            max_execution = excluded.max_execution,
-            retain_done = excluded.retain_done,
-            retain_payload = excluded.retain_payload,
-            updated_at = excluded.updated_at
-    returning t.* into v_topic;
-    -- the row brooq.claim locks to count the topic's flow limits (brooq.flow_lock)
-    insert into brooq.flow_lock (topic) values (declare_topic.name)
-        on conflict on constraint flow_lock_pkey do nothing;
-    return v_topic;
+    v.name := declare_topic.name;
+    v.max_attempts := declare_topic.max_attempts;
+    v.backoff_base := declare_topic.backoff_base;
+    v.backoff_max := declare_topic.backoff_max;
+    v.retention := declare_topic.retention;
+    v.max_payload_bytes := declare_topic.max_payload_bytes;
+    v.notify := declare_topic.notify;
+    v.paused := false;
+    v.max_lease := declare_topic.max_lease;
+    v.max_lease_losses := declare_topic.max_lease_losses;
+    v.max_in_flight := declare_topic.max_in_flight;
+    v.rate := declare_topic.rate;
+    v.per := declare_topic.per;
+    v.max_execution := declare_topic.max_execution;
+    v.retain_done := declare_topic.retain_done;
+    v.retain_payload := declare_topic.retain_payload;
+    return brooq._write_topic(v);
 end
 $$;
 
@@ -1286,16 +1322,17 @@ grant execute on function brooq.declare_topic(text, integer, interval, interval,
 -- drawn for this call (gen_random_uuid's strong randomness): settle and heartbeat
 -- need it back, and no view shows it, so another worker cannot guess it.
 --
--- max_execution (issue 12): every claim sets first_claimed_at on a job's first
+-- max_execution: every claim sets first_claimed_at on a job's first
 -- claim and keeps it after; for a topic with a max_execution, the job's execution
 -- deadline is first_claimed_at + max_execution (the topic's value at this claim),
 -- and the lease ends no later than it: locked_until = least(now + lease,
 -- greatest(deadline, now)). Each claimed job carries execution_deadline and
 -- execution_left = greatest(deadline - now, 0) (both NULL without max_execution):
 -- a worker bounds the attempt by execution_left. A job already past its deadline
--- is claimed all the same (its attempt is charged, invariant 6) with execution_left
--- 0 and a lease that ends at the claim: the worker settles it failed without
--- running the handler, or, if it does not, the next reap records that failure.
+-- is claimed all the same (its attempt is charged: invariant 6, docs/architecture.md)
+-- with execution_left 0 and a lease that ends at the claim: the worker settles it
+-- failed without running the handler, or, if it does not, the next reap records
+-- that failure.
 --
 -- Claim does not take over expired leases: brooq.reap returns them to pending
 -- (the Python worker reaps every lease/2, pg_cron can too).
@@ -1307,7 +1344,7 @@ grant execute on function brooq.declare_topic(text, integer, interval, interval,
 -- reach max_lease_losses with it. Taken one per claim, they part ways.
 -- (job_suspect_idx finds them; it is empty on a healthy queue.)
 --
--- Flow control (issue 14): a topic declared with max_in_flight or rate (see
+-- Flow control: a topic declared with max_in_flight or rate (see
 -- brooq.declare_topic) is claimed under a lock of its own: the topic's row of
 -- brooq.flow_lock, locked FOR UPDATE (taken in name order, so claims of several
 -- topics cannot deadlock) and held until the claim's transaction ends. Only
@@ -1336,7 +1373,7 @@ grant execute on function brooq.declare_topic(text, integer, interval, interval,
 -- Flow-limited topics need READ COMMITTED (a snapshot taken before the lock would
 -- not see the claims it waited for): in another isolation level, claim refuses them.
 --
--- Ordered groups (issue 14): a job enqueued with a group_key is ready only when no
+-- Ordered groups: a job enqueued with a group_key is ready only when no
 -- earlier job of its (topic, group_key) is active: pending, failed (waiting for a
 -- retry) or processing (job_group_idx, one probe per grouped candidate). So the
 -- jobs of a group run one at a time, in group_seq order (the order their enqueues
@@ -1766,7 +1803,7 @@ revoke all on function brooq._trace_context(jsonb, text) from public;
 --   available_at     not claimable before this instant (default: now)
 --   priority         higher is claimed first (default 0)
 --   delay            not claimable before now + delay (exclusive with available_at)
---   group_key        an ordered group (issue 14): the jobs of one (topic, group_key)
+--   group_key        an ordered group: the jobs of one (topic, group_key)
 --                    run one at a time, in the order their enqueues committed
 --                    (group_seq, drawn from brooq.job_group under its row lock; see
 --                    brooq.claim). NULL or '' = no group. At most 255 characters.
@@ -2905,7 +2942,7 @@ grant execute on function brooq.settle(bigint, text, bigint, text, text, interva
 -- handlers reported since the last heartbeat (progress), so that reporting costs
 -- no round trip of its own.
 --
--- max_execution (issue 12): for a topic with one, the lease is never renewed past
+-- max_execution: for a topic with one, the lease is never renewed past
 -- the job's execution deadline (first_claimed_at + max_execution), and once the
 -- deadline has come the job is no longer renewed at all: its id is missing from the
 -- answer, so a worker that did not stop the attempt itself stops it now, and the
@@ -3022,7 +3059,7 @@ grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], js
 --
 -- Re-drive: put dead (and, when asked, canceled) jobs back to pending, an
 -- explicit act of an admin, distinct from any worker's outcome. It is the only
--- way out of a terminal state (invariant 3, amended: the queue itself never
+-- way out of a terminal state (invariant 3, docs/architecture.md: the queue never
 -- overwrites done, dead or canceled; an admin may re-drive dead and canceled
 -- jobs; done is never left). The job keeps its row, its id, its key and its
 -- history:
@@ -3041,7 +3078,7 @@ grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], js
 --   group_seq      of a job of an ordered group: the next number of its group,
 --                  drawn under the group's row lock as enqueue does (brooq.job_group),
 --                  so the re-driven job runs after the jobs of its group already
---                  queued, never beside one that runs (issue 14)
+--                  queued, never beside one that runs
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
 -- topic was declared with notify => false).
 --
@@ -3783,5 +3820,155 @@ comment on function brooq.flush(text, text[]) is
 
 revoke all on function brooq.flush(text, text[]) from public;
 grant execute on function brooq.flush(text, text[]) to brooq_admin;
+
+-- change function_alter_topic
+
+-- brooq.alter_topic(name, max_attempts, backoff_base, backoff_max, retention,
+--                   max_payload_bytes, notify, max_lease, max_lease_losses,
+--                   max_in_flight, rate, per, max_execution, retain_done,
+--                   retain_payload, clear) -> brooq.topic
+--
+-- Changes only the settings it is given, of a topic that exists; the others keep
+-- their values (brooq.declare_topic, by contrast, sets every setting). The
+-- settings are those of declare_topic, checked by the same code with the same
+-- errors. Does not change whether the topic is paused.
+--
+-- Parameters:
+--   name       a declared topic
+--   max_attempts ... retain_payload
+--              each as in brooq.declare_topic; NULL (the default) = leave it as it is
+--   clear      the settings to set back to none (no limit): any of 'max_in_flight',
+--              'rate', 'per' and 'max_execution', the settings whose NULL means none.
+--              Clearing 'rate' clears the rate limit, per with it; clearing only
+--              'per' of a rate-limited topic gives it per's default, 1 second.
+--              A setting may not be both given and cleared. NULL or '{}' (the
+--              default): clear nothing.
+--
+-- Returns: the topic row as stored.
+-- Errors:
+--   22004 null_value_not_allowed   a NULL name
+--   22023 invalid_parameter_value  a bad setting (as declare_topic), an unknown
+--                                  setting in clear, a setting both given and cleared
+--   42704 undefined_object         a topic that was never declared
+-- Touches: updates one row of brooq.topic (locked while it is read, so two
+-- alter_topic calls at once both take effect).
+create or replace function brooq.alter_topic(
+    name text,
+    max_attempts integer default null,
+    backoff_base interval default null,
+    backoff_max interval default null,
+    retention interval default null,
+    max_payload_bytes integer default null,
+    notify boolean default null,
+    max_lease interval default null,
+    max_lease_losses integer default null,
+    max_in_flight integer default null,
+    rate integer default null,
+    per interval default null,
+    max_execution interval default null,
+    retain_done boolean default null,
+    retain_payload boolean default null,
+    clear text[] default '{}')
+returns brooq.topic
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v brooq.topic;
+    v_clear text[] := coalesce(alter_topic.clear, '{}');
+    v_bad text;
+begin
+    if alter_topic.name is null then
+        raise exception 'brooq.alter_topic: name must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Name a declared topic.';
+    end if;
+    select t.* into v from brooq.topic t where t.name = alter_topic.name for no key update;
+    if not found then
+        raise exception 'topic "%" does not exist', left(alter_topic.name, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Declare it first with brooq.declare_topic(name => ...).';
+    end if;
+    select c into v_bad from unnest(v_clear) as c
+     where c is null or c not in ('max_in_flight', 'rate', 'per', 'max_execution') limit 1;
+    if found then
+        raise exception 'cannot clear "%" of topic "%"', left(coalesce(v_bad, 'NULL'), 200), v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'clear names settings whose NULL means none: max_in_flight, rate, per, max_execution.';
+    end if;
+    select c into v_bad from unnest(v_clear) as c
+     where (c = 'max_in_flight' and alter_topic.max_in_flight is not null)
+        or (c = 'rate' and alter_topic.rate is not null)
+        or (c = 'per' and alter_topic.per is not null)
+        or (c = 'max_execution' and alter_topic.max_execution is not null) limit 1;
+    if found then
+        raise exception '% of topic "%" is both given and cleared', v_bad, v.name
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give a setting a value or name it in clear, not both.';
+    end if;
+
+    v.max_attempts := coalesce(alter_topic.max_attempts, v.max_attempts);
+    v.backoff_base := coalesce(alter_topic.backoff_base, v.backoff_base);
+    v.backoff_max := coalesce(alter_topic.backoff_max, v.backoff_max);
+    v.retention := coalesce(alter_topic.retention, v.retention);
+    v.max_payload_bytes := coalesce(alter_topic.max_payload_bytes, v.max_payload_bytes);
+    v.notify := coalesce(alter_topic.notify, v.notify);
+    v.max_lease := coalesce(alter_topic.max_lease, v.max_lease);
+    v.max_lease_losses := coalesce(alter_topic.max_lease_losses, v.max_lease_losses);
+    v.max_in_flight := case when 'max_in_flight' = any (v_clear) then null
+                            else coalesce(alter_topic.max_in_flight, v.max_in_flight) end;
+    v.rate := case when 'rate' = any (v_clear) then null else coalesce(alter_topic.rate, v.rate) end;
+    -- a rate cleared takes its per along; a per given with it is refused (no rate)
+    v.per := case when 'per' = any (v_clear) then null
+                  when 'rate' = any (v_clear) then alter_topic.per
+                  else coalesce(alter_topic.per, v.per) end;
+    v.max_execution := case when 'max_execution' = any (v_clear) then null
+                            else coalesce(alter_topic.max_execution, v.max_execution) end;
+    v.retain_done := coalesce(alter_topic.retain_done, v.retain_done);
+    v.retain_payload := coalesce(alter_topic.retain_payload, v.retain_payload);
+    return brooq._write_topic(v);
+end
+$$;
+
+comment on function brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]) is
+'Change only the settings given of a declared topic (NULL = leave as is); clear => array[''max_in_flight'', ''rate'', ''per'', ''max_execution''] sets those back to none. Errors: 22004 NULL name, 22023 bad setting or clear, 42704 unknown topic.';
+
+revoke all on function brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]) from public;
+grant execute on function brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]) to brooq_admin;
+
+-- change view_topics
+
+-- brooq.topics: one row per topic, its settings as stored (brooq.declare_topic,
+-- brooq.alter_topic), whether it is paused, and when it was declared and last
+-- changed. The table brooq.topic is private; this view is what a person or a tool
+-- reads: `select * from brooq.topics where name = 'email'`. The topic's depth and
+-- what its flow limits hold back are in brooq.topic_stats.
+create or replace view brooq.topics as
+select t.name,
+       t.max_attempts,
+       t.backoff_base,
+       t.backoff_max,
+       t.retention,
+       t.max_payload_bytes,
+       t.notify,
+       t.max_lease,
+       t.max_lease_losses,
+       t.max_in_flight,
+       t.rate,
+       t.per,
+       t.max_execution,
+       t.retain_done,
+       t.retain_payload,
+       t.paused,
+       t.created_at,
+       t.updated_at
+  from brooq.topic t;
+
+comment on view brooq.topics is
+'Every topic''s settings as stored (declare_topic, alter_topic), paused, created_at, updated_at (read-only).';
+
+revoke all on brooq.topics from public;
+grant select on brooq.topics to brooq_worker, brooq_admin;
 
 commit;

@@ -9,6 +9,10 @@ Databases:
     (when available); the pgTAP files run there, each in a rolled-back transaction.
   - `template_db`: brooq deployed by sqitch; `db` clones it into a fresh database
     per test, so tests with real workers and kill -9 never see each other's jobs.
+  - `empty_db`: a fresh database without brooq, per test (deploy and upgrade tests).
+
+Plain helpers (the `brooq` command, declare, enqueue, fate, wait_for, a worker in a
+thread) are in tests/helpers.py.
 """
 
 from __future__ import annotations
@@ -146,6 +150,17 @@ def db(server: Server, template_db: str) -> Iterator[str]:
     """A fresh database with brooq deployed, just for this test; its DSN."""
     name = f"brooq_t_{uuid.uuid4().hex[:12]}"
     dsn = server.create_db(name, template=template_db)
+    try:
+        yield dsn
+    finally:
+        server.drop_db(name)
+
+
+@pytest.fixture
+def empty_db(server: Server) -> Iterator[str]:
+    """A fresh database without brooq, just for this test; its DSN."""
+    name = f"brooq_empty_{uuid.uuid4().hex[:10]}"
+    dsn = server.create_db(name)
     try:
         yield dsn
     finally:

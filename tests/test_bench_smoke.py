@@ -39,7 +39,7 @@ def test_bench_smoke_runs_every_scenario_for_brooq(tmp_path: Path) -> None:
         for procs in ("1 worker process", "2 worker processes"):
             drain = figures[("drain", procs, system)]
             assert drain["min"] > 0 and not drain["note"], drain  # every job drained, in time
-            if system == "brooq":  # issue 12: done jobs deleted as they settle
+            if system == "brooq":  # retain_done => false: done jobs deleted as they settle
                 unretained = figures[("drain", f"{procs}, retain_done => false", system)]
                 assert unretained["min"] > 0 and not unretained["note"], unretained
         p50 = figures[("latency", "50/s p50", system)]
@@ -48,6 +48,6 @@ def test_bench_smoke_runs_every_scenario_for_brooq(tmp_path: Path) -> None:
     assert figures[("enqueue", "bulk, 300 jobs", "brooq")]["median"] > 0
     assert figures[("ceiling", "pgbench claim ×100 + settle_many, 2 clients", "brooq")]["median"] > 0
     assert figures[("grown", "topic_stats (+3,000 terminal rows)", "brooq")]["median"] > 0
-    for case in ("no limit", "max_in_flight 10,000, not binding", "1,000 groups"):  # issue 14
+    for case in ("no limit", "max_in_flight 10,000, not binding", "1,000 groups"):  # flow control
         assert figures[("flow", f"drain, 1 worker process ({case})", "brooq")]["median"] > 0
     assert figures[("flow", "1,000 groups, as share of no limit", "brooq")]["median"] > 0

@@ -16,7 +16,7 @@ import os
 import random
 
 import pytest
-from brooq.worker import START_CONFIRM
+from brooq.runner import START_CONFIRM
 from chaos.harness import ALL_FAULTS, Config, Result, run
 
 

@@ -9,42 +9,16 @@ import re
 import select
 import signal
 import subprocess
-import sys
 import textwrap
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 from brooq import __version__
 from conftest import ROOT, Server
-
-BIN = Path(sys.executable).parent / "brooq"
-COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.tools"]
-
-
-def brooq(*args: str, dsn: str | None = None, env: dict[str, str] | None = None,
-          cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run the brooq command; --dsn first when given."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")}
-    full_env |= env or {}
-    argv = [*COMMAND, *args] + (["--dsn", dsn] if dsn else [])
-    return subprocess.run(argv, capture_output=True, text=True, env=full_env, cwd=cwd,
-                          timeout=timeout, check=False)
-
-
-def declare(dsn: str, topic: str = "mail") -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("select brooq.declare_topic(%s)", [topic])
-
-
-def fate(dsn: str, job_id: int) -> tuple[str, int]:
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute("select state, attempts from brooq.job where id = %s", [job_id]).fetchone()
-    assert row is not None
-    return row[0], row[1]
+from helpers import COMMAND, declare, fate, wait_for
+from helpers import brooq_cli as brooq
 
 
 def enqueued_id(stdout: str) -> int:
@@ -84,7 +58,8 @@ def test_dsn_comes_from_brooq_dsn(db: str) -> None:
     declare(db)
     done = brooq("enqueue", "mail", "[1, 2]", env={"BROOQ_DSN": db})
     assert done.returncode == 0, done.stderr
-    assert fate(db, enqueued_id(done.stdout)) == ("pending", 0)
+    job = fate(db, enqueued_id(done.stdout))
+    assert (job.state, job.attempts) == ("pending", 0)
 
 
 def test_an_empty_brooq_dsn_counts_as_unset() -> None:
@@ -136,7 +111,8 @@ def test_cancel_a_pending_job_then_again(db: str) -> None:
     job_id = enqueued_id(brooq("enqueue", "mail", "{}", dsn=db).stdout)
     first = brooq("cancel", str(job_id), dsn=db)
     assert (first.returncode, first.stdout) == (0, f"canceled job {job_id}\n")
-    assert fate(db, job_id) == ("canceled", 0)
+    job = fate(db, job_id)
+    assert (job.state, job.attempts) == ("canceled", 0)
     again = brooq("cancel", str(job_id), dsn=db)
     assert again.returncode == 1
     assert "not canceled: already finished" in again.stdout
@@ -183,12 +159,14 @@ def test_declare_topic_pause_and_resume(db: str) -> None:
     done = brooq("declare-topic", "reports", "--max-attempts", "3", "--backoff-base", "200ms",
                  "--backoff-max", "10s", "--retention", "7d", dsn=db)
     assert done.returncode == 0, done.stderr
+    rest = (" max_lease=1h max_lease_losses=5 max_in_flight=none rate=none per=none max_execution=none"
+            " retain_done=on retain_payload=on\n")
     assert done.stdout == ("declared topic reports: max_attempts=3 backoff_base=200ms backoff_max=10s"
-                           " retention=7d max_payload_bytes=1048576 notify=on\n")
+                           " retention=7d max_payload_bytes=1048576 notify=on" + rest)
     again = brooq("declare-topic", "reports", "--retention", "0s", "--backoff-max", "90s",
                   "--no-notify", dsn=db)
     assert again.stdout == ("declared topic reports: max_attempts=5 backoff_base=1s backoff_max=90s"
-                            " retention=0s max_payload_bytes=1048576 notify=off\n")
+                            " retention=0s max_payload_bytes=1048576 notify=off" + rest)
     assert brooq("pause", "reports", dsn=db).stdout == "paused topic reports\n"
     assert brooq("pause", "reports", dsn=db).stdout == "topic reports was already paused\n"
     assert brooq("stats", dsn=db).stdout.splitlines()[2].split()[:2] == ["reports", "yes"]
@@ -278,16 +256,6 @@ def test_unreachable_database_is_one_line(server: Server) -> None:
 
 # --- deploy ------------------------------------------------------------------------
 
-@pytest.fixture
-def empty_db(server: Server) -> Iterator[str]:
-    name = f"brooq_empty_{uuid.uuid4().hex[:10]}"
-    dsn = server.create_db(name)
-    try:
-        yield dsn
-    finally:
-        server.drop_db(name)
-
-
 def has_brooq(dsn: str) -> bool:
     with psycopg.connect(dsn) as conn:
         row = conn.execute("select to_regprocedure('brooq.claim(text, text[], integer, interval)')"
@@ -356,15 +324,6 @@ def worker_app(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def wait_for(predicate: object, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting")
-
-
 def count_states(dsn: str) -> dict[str, int]:
     with psycopg.connect(dsn) as conn:
         return dict(conn.execute("select state, count(*) from brooq.job group by state").fetchall())
@@ -382,7 +341,7 @@ def test_worker_runs_a_module_object_and_logs_progress_in_a_pipe(db: str, worker
                             cwd=worker_app, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        wait_for(lambda: count_states(db).get("done") == 50)
+        wait_for(lambda: count_states(db).get("done") == 50, timeout=20)
         time.sleep(0.3)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -429,7 +388,7 @@ def test_worker_options_win_over_values_given_in_code(db: str, tmp_path: Path) -
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        wait_for(lambda: count_states(db).get("done") == 1)
+        wait_for(lambda: count_states(db).get("done") == 1, timeout=20)
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
@@ -461,7 +420,7 @@ def test_worker_in_a_terminal_shows_one_refreshing_line(db: str, worker_app: Pat
     os.close(slave)
     screen = b""
     try:
-        wait_for(lambda: count_states(db).get("done") == 20)
+        wait_for(lambda: count_states(db).get("done") == 20, timeout=20)
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
             ready, _, _ = select.select([master], [], [], 0.1)

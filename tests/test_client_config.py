@@ -43,7 +43,7 @@ def test_settings_from_the_environment_and_arguments_win() -> None:
                                   metrics_address="127.0.0.1:9464", name="w1")
     defaults = WorkerConfig.from_env({"BROOQ_DSN": "dbname=x"})
     assert defaults.effective_reap_interval == timedelta(seconds=15)
-    assert defaults.heartbeat_interval == timedelta(seconds=10)
+    assert defaults.lease == timedelta(seconds=30)  # a heartbeat every lease/3 (brooq.leases)
 
 
 def test_an_empty_variable_counts_as_unset() -> None:
@@ -136,7 +136,7 @@ def test_the_guide_lists_every_setting_as_workerconfig_declares_it() -> None:
 def test_a_worker_loads_no_openssl_for_its_name() -> None:
     """The default name's random part comes from os.urandom: `secrets` would import
     hashlib, which loads OpenSSL's libcrypto (0.7 MiB of a worker's memory) for 3 bytes."""
-    from worker_app import run_fresh
+    from helpers import run_fresh
 
     code = ("import sys, brooq; name = brooq.WorkerConfig(dsn='x').name or "
             "brooq.config.default_worker_name(); "

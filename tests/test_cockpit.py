@@ -1,6 +1,6 @@
-"""The operator's SQL and CLI (issue 13): re-drive, health, periodic jobs.
+"""The operator's SQL and CLI: re-drive, health, periodic jobs.
 
-Real PostgreSQL, the real `brooq` command as a subprocess (tests/test_cli.py's helper).
+Real PostgreSQL, the real `brooq` command as a subprocess (tests/helpers.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from test_cli import brooq, declare
+from helpers import brooq_cli as brooq
+from helpers import declare
 
 Conn = psycopg.Connection[tuple[object, ...]]
 

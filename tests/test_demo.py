@@ -5,17 +5,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import Server
-
-BIN = Path(sys.executable).parent / "brooq"
-COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.tools"]
+from helpers import COMMAND
 
 
 def run_demo(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -56,16 +50,6 @@ def check_fates(stdout: str) -> dict[str, int]:
     retries = sum(1 + i % 2 for i in range(1, counts["flaky"] + 1))
     assert table["done"][1] == pytest.approx((done + retries) / done, abs=0.006), stdout
     return {"done": done, "dead": counts["doomed"], "canceled": 1}
-
-
-@pytest.fixture
-def empty_db(server: Server) -> Iterator[str]:
-    name = f"brooq_demo_{uuid.uuid4().hex[:10]}"
-    dsn = server.create_db(name)
-    try:
-        yield dsn
-    finally:
-        server.drop_db(name)
 
 
 def test_demo_against_a_fresh_database(empty_db: str) -> None:

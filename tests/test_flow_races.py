@@ -1,4 +1,4 @@
-"""Flow control under concurrency (issue 14): many claimers on real connections.
+"""Flow control under concurrency: many claimers on real connections.
 
 max_in_flight: claimers line up on a barrier every round and claim at once, while
 jobs are settled, failed for a retry, canceled, and left to expire and be reaped; a
@@ -18,7 +18,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from test_sql_races import Conn, claim, connections, declare, enqueue_n, race, reap, settle
+from helpers import declare, enqueue
+from test_sql_races import Conn, claim, connections, race, reap, settle
 
 
 class Sampler(threading.Thread):
@@ -62,7 +63,7 @@ def processing(c: Conn, topic: str) -> int:
 def test_max_in_flight_holds_while_claims_race_settles_reaps_and_cancels(db: str, conn: Conn,
                                                                          limit: int) -> None:
     declare(conn, "flow", max_in_flight=limit)
-    enqueue_n(conn, "flow", 2000)
+    enqueue(conn, "flow", 2000)
     n, rounds = 12, 40
 
     def claimer(i: int, c: Conn, barrier: Any) -> tuple[int, int]:
@@ -103,8 +104,8 @@ def test_a_flow_limited_topic_is_refused_outside_read_committed(conn: Conn) -> N
     """Under REPEATABLE READ, the claim's snapshot would predate the lock it waits for."""
     declare(conn, "flow", max_in_flight=2)
     declare(conn, "free")
-    enqueue_n(conn, "flow", 1)
-    enqueue_n(conn, "free", 1)
+    enqueue(conn, "flow", 1)
+    enqueue(conn, "free", 1)
     conn.autocommit = False
     try:
         conn.execute("set transaction isolation level repeatable read")
@@ -140,7 +141,7 @@ def window_violations(rows: Sequence[tuple[int, int]], rate: int, per: int) -> l
 def test_rate_holds_in_every_window_while_claims_race(db: str, conn: Conn) -> None:
     rate, per = 25, 0.2
     declare(conn, "flow", rate=rate, per=f"{per} seconds")
-    enqueue_n(conn, "flow", 3000)
+    enqueue(conn, "flow", 3000)
     conn.execute("""
         create table public.window_audit (claimed_at timestamptz, jobs integer);
         create function public.audit_window() returns trigger language plpgsql as $$
@@ -184,7 +185,7 @@ def test_a_claim_that_waited_for_the_lock_is_counted_when_it_got_it(db: str, con
     here by a transaction; the claim waits for it (pg_locks says so); the holder reads
     the clock and commits: the claim must be counted no earlier than that."""
     declare(conn, "flow", rate=5, per="10 seconds")
-    enqueue_n(conn, "flow", 5)
+    enqueue(conn, "flow", 5)
     with connections(db, 2) as (holder, waiter):
         pid = waiter.info.backend_pid
         got: list[list[tuple[int, int]]] = []

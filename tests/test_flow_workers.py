@@ -1,4 +1,4 @@
-"""max_in_flight with real worker processes (issue 14): three processes of
+"""max_in_flight with real worker processes: three processes of
 concurrency 4 on a topic limited to 3 jobs in flight. A sampler counts the topic's
 `processing` jobs all along, and every handler execution writes its start and end
 to an audit file: at no instant may more than 3 executions overlap."""
@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from flow_app import LIMIT
 from test_flow_races import Sampler
-from worker_app import wait_for
+from helpers import wait_for
 
 APP = Path(__file__).with_name("flow_app.py")
 
@@ -69,7 +69,7 @@ def test_the_metrics_export_the_jobs_each_limit_holds_back(db: str, conn: psycop
     from datetime import timedelta
 
     from test_worker_metrics import scrape
-    from worker_app import running
+    from helpers import running
 
     release = threading.Event()
     worker = brooq.Worker(db, concurrency=4, lease=timedelta(seconds=2),

@@ -1,4 +1,4 @@
-"""max_execution (issue 12): a job's time across all its attempts, from its first claim.
+"""max_execution: a job's time across all its attempts, from its first claim.
 
 A real worker (in a thread, on the test database): a handler that outlives
 max_execution over two attempts is stopped and the job fails with the cause, never
@@ -17,16 +17,9 @@ from typing import Any
 import brooq
 import psycopg
 import pytest
-from test_cli import brooq as brooq_cli
-from worker_app import FAST, fate, running, wait_for
+from helpers import FAST, brooq_cli, enqueue, fate, running, wait_for
 
 Conn = psycopg.Connection[tuple[Any, ...]]
-
-
-def enqueue(conn: Conn, topic: str) -> int:
-    row = conn.execute("select id from brooq.enqueue(%s, '{}'::jsonb)", [topic]).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
@@ -58,7 +51,7 @@ def test_a_handler_that_outlives_max_execution_over_two_attempts_is_stopped(
                     runs.append((job.attempt, started, time.monotonic(), job.canceled.reason))
 
     with running(worker):
-        job_id = enqueue(conn, "slow")
+        [job_id] = enqueue(conn, "slow")
         dead = wait_for(lambda: (f := fate(conn, job_id)).state == "dead" and f, timeout=15,
                         what="the job to be dead")
         wait_for(lambda: len(runs) == 2, timeout=5, what="both handlers to return")
@@ -90,7 +83,7 @@ def test_max_execution_fails_the_attempt_and_never_makes_the_job_dead_by_itself(
         stopped.set()
 
     with running(worker):
-        job_id = enqueue(conn, "budget")
+        [job_id] = enqueue(conn, "budget")
         failed = wait_for(lambda: (f := fate(conn, job_id)).state == "failed" and f, timeout=10,
                           what="the attempt to fail")
         assert stopped.wait(5)

@@ -9,11 +9,11 @@ import re
 import string
 from pathlib import Path
 
-import psycopg
 import pytest
 from brooq import messages
 from brooq.messages import ENGLISH, PLURALS, _, _n
-from test_cli import brooq, declare
+from helpers import brooq_cli as brooq
+from helpers import declare, enqueue
 
 ENGLISH_LOCALE = {"LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8"}
 
@@ -138,12 +138,6 @@ def test_russian_plural_forms(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BROOQ_LANG", "en")
     assert _n("cli.redrove_dead", 1, topic="mail") == "re-drove 1 dead job of topic mail"
     assert _n("cli.redrove_dead", 21, topic="mail") == "re-drove 21 dead jobs of topic mail"
-
-
-def enqueue(dsn: str, topic: str, n: int) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for i in range(n):
-            conn.execute("select brooq.enqueue(%s, %s::jsonb)", [topic, f'{{"i": {i}}}'])
 
 
 def test_the_cli_speaks_russian_tables_plurals_and_help(db: str) -> None:

@@ -116,3 +116,116 @@ def test_a_worker_without_opentelemetry_imports_none_of_it(db: str) -> None:
         """)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split(None, 1) == ["done", "[]\n"], done.stdout
+
+
+# --- the package's shape: who imports whom ---------------------------------------------
+
+PACKAGE = ROOT / "python" / "brooq"
+# The worker's rooms run inside it: none imports the worker, nor the client API above it.
+ROOMS = ("attempt", "counters", "leases", "listener", "metrics", "nometrics", "runner",
+         "settler", "watchdog")
+ABOVE_ROOMS = ("brooq.worker", "brooq.partitions", "brooq.producer", "brooq.aio", "brooq.waiting")
+
+
+def brooq_imports() -> dict[str, set[str]]:
+    """Each module of python/brooq and the brooq modules it imports, wherever the import
+    stands (top level, in a function, under TYPE_CHECKING: a circle is a circle)."""
+    import ast
+
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                          for a in node.names}
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The sets of modules that import each other, directly or around a circle."""
+    reach = {m: set(deps) for m, deps in graph.items()}
+    changed = True
+    while changed:  # the transitive closure: a few dozen modules
+        changed = False
+        for deps in reach.values():
+            more = set().union(*(reach[d] for d in deps)) - deps
+            if more:
+                deps |= more
+                changed = True
+    found = {frozenset({m} | {d for d in reach[m] if m in reach[d]}) for m in graph if m in reach[m]}
+    return sorted(sorted(c) for c in found)
+
+
+def test_no_module_of_the_package_imports_itself_around_a_circle() -> None:
+    assert circles(brooq_imports()) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_core_imports_no_tool_and_no_room_imports_back_up() -> None:
+    graph = brooq_imports()
+    assert "brooq.tools.cli" in graph["brooq.tools.__main__"]  # the scan sees imports
+    core_to_tools = sorted(f"{m} -> {d}" for m, deps in graph.items() if not m.startswith("brooq.tools")
+                           for d in deps if d.startswith("brooq.tools"))
+    assert core_to_tools == []
+    rooms_up = sorted(f"{m} -> {d}" for m in ROOMS for d in graph[f"brooq.{m}"] if d in ABOVE_ROOMS)
+    assert rooms_up == []
+
+
+def test_the_glossary_is_the_schemas(db: str) -> None:
+    """brooq.states spells the job states as the domain brooq.job_state does, and the
+    outcomes as brooq.settle_many accepts them."""
+    import re
+
+    import psycopg
+    from brooq import states
+
+    with psycopg.connect(db) as conn:
+        row = conn.execute("select pg_get_constraintdef(oid) from pg_constraint"
+                           " where conname = 'job_state_known'").fetchone()
+    assert row is not None
+    assert sorted(re.findall(r"'(\w+)'", row[0])) == sorted(states.STATES)
+    settle = (ROOT / "sql" / "function_settle_many.sql").read_text()
+    accepted = re.search(r"outcome not in \(([^)]*)\)", settle)
+    assert accepted is not None
+    assert re.findall(r"'(\w+)'", accepted.group(1)) == list(states.OUTCOMES)
+    assert set(states.TERMINAL) | set(states.CANCELABLE) == set(states.STATES)
+    assert set(states.COUNTED_AS) == set(states.OUTCOMES)
+    assert set(states.COUNTED_AS.values()) == set(states.SETTLED_COUNTS)
+
+
+def test_a_snapshot_counts_by_the_glossary() -> None:
+    """A topic's and a worker's snapshot carry a count for each settled kind, the
+    progress line sums them, and the worker's counters fill them from the outcomes."""
+    import dataclasses
+
+    from brooq.counters import TopicCounters
+    from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+    from brooq.states import OUTCOMES, SETTLED_COUNTS
+    from brooq.tools.progress import settled
+
+    topic = [f.name for f in dataclasses.fields(TopicSnapshot)]
+    assert topic == ["claimed", *SETTLED_COUNTS, "lease_lost", "hung"]
+    assert set(topic) <= {f.name for f in dataclasses.fields(WorkerSnapshot)}
+    counters = TopicCounters()
+    for i, outcome in enumerate(OUTCOMES):
+        counters.settled[outcome] = 10 ** i
+    counters.lease_lost = 10 ** len(OUTCOMES)
+    snap = counters.snapshot()
+    assert (snap.done, snap.failed, snap.retried, snap.dead, snap.canceled) == (1, 10, 1100, 100000, 10000)
+    assert settled(snap) == int("1" * (len(OUTCOMES) + 1))

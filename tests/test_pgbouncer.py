@@ -27,7 +27,7 @@ import psycopg
 import pytest
 from conftest import Server
 from pgcluster import free_port
-from worker_app import running, wait_for
+from helpers import running, wait_for
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 POOL = 2

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import brooq
 import psycopg
 from brooq.tools.progress import Progress, Reading, format_line
-from worker_app import FAST, running, wait_for
+from helpers import FAST, running, wait_for
 
 
 @dataclass(frozen=True)

@@ -255,7 +255,7 @@ def test_a_partition_that_asks_a_password_gets_it_from_the_router_s_passfile(
                 return "password" in str(e)
             return False
 
-        from worker_app import wait_for
+        from helpers import wait_for
         wait_for(asks_a_password, timeout=10, what="the partition asks for a password")
         with psycopg.connect(router_dsn, autocommit=True) as owner:
             cs = psycopg.conninfo.make_conninfo(host=info["host"], port=info["port"], dbname=part,
@@ -426,7 +426,7 @@ def set_reachable(server: Server, name: str, reachable: bool) -> None:
 
 def test_a_worker_drains_every_partition_while_one_is_down(server: Server, template_db: str,
                                                            tmp_path: Path) -> None:
-    from worker_app import wait_for
+    from helpers import wait_for
 
     c = build(server, template_db, 4)
     log = tmp_path / "worker.log"
@@ -495,6 +495,10 @@ def test_the_python_helpers_work_against_the_router(router: psycopg.Connection[A
     assert (py.pending, py.paused) == (8, False)  # 9 enqueued, 1 canceled
     with pytest.raises(brooq.UnknownTopic):
         brooq.enqueue(router, "missing", {})
+    altered = router.execute("select max_attempts, rate, per from brooq.alter_topic('py', rate => 5)").fetchone()
+    assert altered == (2, 5, timedelta(seconds=1))
+    assert router.execute("select max_attempts, rate, max_execution, partitions from brooq.topics where name = 'py'"
+                          ).fetchall() == [(2, 5, timedelta(hours=1), 4)]  # the same on every partition
 
 
 def test_an_ordered_group_stays_on_one_partition(four: Cluster4, router: psycopg.Connection[Any]) -> None:
@@ -515,7 +519,8 @@ def test_the_router_mirrors_the_node_signatures(four: Cluster4, router: psycopg.
     (a client that names the new argument would fail through the router)."""
     query = ("select p.proname, pg_get_function_arguments(p.oid) from pg_proc p "
              "where p.pronamespace = 'brooq'::regnamespace and p.proname = any(%s) order by 1")
-    names = ["enqueue", "enqueue_many", "declare_topic", "pause_topic", "resume_topic", "cancel", "retry"]
+    names = ["enqueue", "enqueue_many", "declare_topic", "alter_topic", "pause_topic", "resume_topic",
+             "cancel", "retry"]
     with psycopg.connect(four.parts[0]) as node:
         expected = node.execute(query, (names,)).fetchall()
     assert router.execute(query, (names,)).fetchall() == expected, "update proxy/deploy/router.sql"
@@ -527,3 +532,9 @@ def test_the_router_mirrors_the_node_signatures(four: Cluster4, router: psycopg.
         "select attname from pg_attribute where attrelid = 'brooq.topic'::regclass::oid "
         "and attnum > 0 order by attnum").fetchall()]
     assert router_cols == node_cols, "update the type brooq.topic in proxy/deploy/router.sql"
+    view_cols = ("select attname from pg_attribute where attrelid = 'brooq.topics'::regclass "
+                 "and attnum > 0 and not attisdropped order by attnum")
+    with psycopg.connect(four.parts[0]) as node:
+        node_view = [r[0] for r in node.execute(view_cols).fetchall()]
+    router_view = [r[0] for r in router.execute(view_cols).fetchall()]
+    assert router_view == [*node_view, "partitions"], "update the view brooq.topics in proxy/deploy/router.sql"

@@ -1,5 +1,6 @@
 """The README's "Use it in your database" followed literally on an empty server: its
-commands, its SQL in psql, its worker file, in order, until the job is done.
+commands, its SQL in psql, its worker file, in order, until the job is done; then its
+rollback command, which must take the schema back to the release with the job kept.
 
 Substituted: the database name `appdb` (a fresh one per run) and the port (PGPORT,
 since the README's DSNs use libpq's default). `pip install .` is the one line not
@@ -95,6 +96,13 @@ def test_the_readme_is_followed_literally_to_a_job_done(server: Server, tmp_path
         fate = sh(job_line).stdout
         assert fate.startswith("job 1 topic=email state=done attempts=1/5 "), fate
         assert 'key="order-42" result={"sent":true}' in fate, fate
+
+        rollback = re.search(r"^`(sqitch revert [^`]+)`", section(), flags=re.MULTILINE)
+        assert rollback, "the README's rollback command"
+        sh(rollback.group(1))  # as written: from any directory, with the installed package's plan
+        with psycopg.connect(server.dsn_for(name)) as conn:
+            assert conn.execute("select brooq.version()").fetchone() == ("0.1.0",)
+            assert conn.execute("select state from brooq.job where id = 1").fetchone() == ("done",)
     finally:
         server.drop_db(name)
         server.execute(f"drop role if exists {', '.join(ROLES)}")

@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +57,6 @@ def jobs_as_released(conn: psycopg.Connection[Any], cols: list[str]) -> list[tup
     """The job rows in the columns the release had (an upgrade may add columns)."""
     return conn.execute(sql.SQL("select {} from brooq.job order by id").format(
         sql.SQL(", ").join(map(sql.Identifier, cols)))).fetchall()
-
-
-@pytest.fixture
-def empty_db(server: Server) -> Iterator[str]:
-    name = f"brooq_rel_{uuid.uuid4().hex[:10]}"
-    dsn = server.create_db(name)
-    try:
-        yield dsn
-    finally:
-        server.drop_db(name)
 
 
 def fresh(server: Server) -> tuple[str, str]:
@@ -310,7 +299,7 @@ def test_a_worker_refuses_a_schema_older_than_its_package(empty_db: str) -> None
     ("0.9.0", "1.0.0", False),
 ])
 def test_the_compatibility_rule(package: str, schema: str, ok: bool) -> None:
-    from brooq.compat import compatible
+    from brooq.schema_check import compatible
 
     assert compatible(package, schema) is ok
 

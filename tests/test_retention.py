@@ -1,4 +1,4 @@
-"""Retention (issue 12): a worker on a topic declared retain_done=False leaves no
+"""Retention: a worker on a topic declared retain_done=False leaves no
 done rows and still counts them done; brooq.wait on such a job reads its fate (a
 watched job is kept)."""
 
@@ -8,16 +8,14 @@ import os
 import pty
 import select
 import subprocess
-import sys
 import time
 import urllib.request
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import brooq
 import psycopg
-from worker_app import running, wait_for
+from helpers import COMMAND, running, wait_for
 
 Conn = psycopg.Connection[Any]
 
@@ -101,8 +99,6 @@ def test_purge_all_is_bounded_says_so_and_the_worker_exports_the_counts(db: str,
 
 # --- brooq flush, run as a real subprocess -------------------------------------------
 
-BIN = Path(sys.executable).parent / "brooq"
-COMMAND = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "brooq.tools"]
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")}
 
 

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import psycopg
 import pytest
+from helpers import declare, enqueue
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
@@ -49,20 +50,6 @@ def race(dsn: str, n: int, work: Callable[[int, Conn, threading.Barrier], T]) ->
         except BaseException:
             barrier.abort()
             raise
-
-
-def declare(conn: Conn, topic: str, **settings: object) -> None:
-    names = ", ".join(f"{k} => %({k})s" for k in settings)
-    conn.execute(f"select brooq.declare_topic(%(topic)s{', ' + names if names else ''})",
-                 {"topic": topic, **settings})
-
-
-def enqueue_n(conn: Conn, topic: str, n: int) -> list[int]:
-    """n jobs on topic, payload {"n": i}; their ids in order."""
-    rows = conn.execute(
-        "select id from brooq.enqueue_many(%s, array(select jsonb_build_object('n', g)"
-        " from generate_series(1, %s) g))", (topic, n)).fetchall()
-    return [r[0] for r in rows]
 
 
 def states(conn: Conn, ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
@@ -125,7 +112,7 @@ def test_claimers_never_get_the_same_job(db: str, conn: Conn, start_together: bo
     jobs: list[int] = []
     for t in topics:
         declare(conn, t)
-        jobs += enqueue_n(conn, t, 3000 // len(topics))
+        jobs += enqueue(conn, t, 3000 // len(topics))
 
     def claimer(i: int, c: Conn, barrier: threading.Barrier) -> list[tuple[int, int]]:
         rng = random.Random(i)
@@ -260,7 +247,7 @@ def test_enqueue_many_races_purge_of_its_keys(db: str, conn: Conn) -> None:
 
 def test_cancel_races_claim(db: str, conn: Conn) -> None:
     declare(conn, "race")
-    jobs = enqueue_n(conn, "race", 600)
+    jobs = enqueue(conn, "race", 600)
     to_cancel = random.Random(7).sample(jobs, 400)
     claimers, cancelers = 4, 2
 
@@ -337,7 +324,7 @@ def test_cancel_races_claim(db: str, conn: Conn) -> None:
 
 def test_late_settle_races_reap_and_the_zombie_is_fenced(db: str, conn: Conn) -> None:
     declare(conn, "race")
-    jobs = enqueue_n(conn, "race", 300)
+    jobs = enqueue(conn, "race", 300)
     held = expire_leases(conn, jobs, "a")
     settlers = 3  # against one reaper taking 1 to 3 jobs a call: both sides win some
 
@@ -395,7 +382,7 @@ def test_late_settle_races_reap_and_the_zombie_is_fenced(db: str, conn: Conn) ->
 def test_late_heartbeat_races_reap(db: str, conn: Conn) -> None:
     """An expired lease is renewed by a late heartbeat or reaped, never both."""
     declare(conn, "race")
-    jobs = enqueue_n(conn, "race", 300)
+    jobs = enqueue(conn, "race", 300)
     held = expire_leases(conn, jobs, "a")
     beaters = 3
 
@@ -447,7 +434,7 @@ def test_concurrent_declarations_of_one_topic(db: str, conn: Conn) -> None:
 
 def test_same_worker_cannot_settle_with_an_old_lease_token(db: str, conn: Conn) -> None:
     declare(conn, "race")
-    jobs = enqueue_n(conn, "race", 50)
+    jobs = enqueue(conn, "race", 50)
     old = expire_leases(conn, jobs, "w")
     with psycopg.connect(db, autocommit=True) as reaper:
         assert sorted(reap(reaper)) == sorted(jobs)
@@ -471,7 +458,7 @@ def test_same_worker_cannot_settle_with_an_old_lease_token(db: str, conn: Conn) 
 
 def test_many_reapers_reap_each_job_once(db: str, conn: Conn) -> None:
     declare(conn, "race")
-    jobs = enqueue_n(conn, "race", 2000)
+    jobs = enqueue(conn, "race", 2000)
     expire_leases(conn, jobs, "gone")
 
     def reaper(i: int, c: Conn, barrier: threading.Barrier) -> list[int]:
@@ -493,7 +480,7 @@ def test_many_reapers_reap_each_job_once(db: str, conn: Conn) -> None:
 
 def make_jobs(conn: Conn, topic: str, n: int) -> None:
     """n jobs on topic in every state: done, dead, canceled, pending, processing, failed."""
-    jobs = enqueue_n(conn, topic, n)
+    jobs = enqueue(conn, topic, n)
     sixth = n // 6
     for job in jobs[:sixth]:
         conn.execute("select brooq.cancel(%s)", (job,))

@@ -1,4 +1,4 @@
-"""OpenTelemetry (brooq.tracing, issue 13): a real worker and real producers in a fresh
+"""OpenTelemetry (brooq.tracing): a real worker and real producers in a fresh
 interpreter with opentelemetry-sdk's in-memory exporter as the tracer provider, against
 the throwaway PostgreSQL. The spans it finished are read back as JSON and checked:
 
@@ -143,7 +143,7 @@ def spans_of(run: dict[str, Any], name: str, job_id: int | None = None) -> list[
 def test_the_trace_context_travels_in_the_job_not_in_the_payload(run: dict[str, Any]) -> None:
     ids, rows = run["ids"], run["ids"]["rows"]
     job = rows[str(ids["ok"])]
-    assert job["payload"] == {"chain": True}  # untouched: invariant 5
+    assert job["payload"] == {"chain": True}  # untouched: invariant 5 (docs/architecture.md)
     (enqueue,) = spans_of(run, "enqueue t.ok", ids["ok"])
     assert list(job["trace_context"]) == ["traceparent"]  # no tracestate was set
     assert job["trace_context"]["traceparent"].startswith(

@@ -14,7 +14,7 @@ from typing import Any
 import brooq
 import psycopg
 import pytest
-from worker_app import running, wait_for
+from helpers import running, wait_for
 
 Conn = psycopg.Connection[Any]
 

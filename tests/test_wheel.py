@@ -1,5 +1,6 @@
 """The package as a user gets it: sdist and wheel built, installed in a fresh virtualenv,
-`brooq deploy` and `brooq demo` run from a directory outside the repository."""
+`brooq deploy` and `brooq demo` (its own throwaway PostgreSQL) run from a directory
+outside the repository."""
 
 from __future__ import annotations
 
@@ -72,9 +73,10 @@ def test_wheel_installs_deploys_and_runs_the_demo_outside_the_checkout(
         run(["sqitch", "revert", "-y", "--to", "@v0.1.0", sqitch_target(dsns["sqitch"])], cwd=Path(schema))
         with psycopg.connect(dsns["sqitch"]) as conn:
             assert conn.execute("select brooq.version()").fetchone() == ("0.1.0",)
-        demo = run([brooq, "demo", "--dsn", dsns["psql"], "--jobs", "300", "--progress", "off"],
-                   cwd=elsewhere, timeout=180)
+        # without --dsn: the package starts its own throwaway PostgreSQL (no checkout here)
+        demo = run([brooq, "demo", "--jobs", "300", "--progress", "off"], cwd=elsewhere, timeout=180)
         print(demo.stdout)
+        assert "starting a throwaway PostgreSQL" in demo.stdout, demo.stdout
         assert "every job is terminal" in demo.stdout and "as expected" in demo.stdout, demo.stdout
     finally:
         for name in names_made:

@@ -13,7 +13,7 @@ from typing import Any
 import brooq
 import psycopg
 import pytest
-from worker_app import FAST, fate, running, wait_for
+from helpers import FAST, fate, running, wait_for
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import Server
 from pgcluster import free_port
 from psycopg import sql
-from worker_app import FAST, running, wait_for
+from helpers import FAST, running, wait_for
 
 
 def python(code: str, tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:

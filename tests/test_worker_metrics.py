@@ -14,7 +14,7 @@ import brooq
 import psycopg
 from prometheus_client.parser import text_string_to_metric_families
 from psycopg import sql
-from worker_app import running, wait_for
+from helpers import running, wait_for
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -172,7 +172,7 @@ def test_a_worker_nobody_scrapes_never_imports_prometheus(db: str) -> None:
     for a worker that only counts: the counts live in brooq.counters either way."""
     import textwrap
 
-    from worker_app import run_fresh
+    from helpers import run_fresh
 
     code = textwrap.dedent(f"""
         import sys, brooq

@@ -9,19 +9,9 @@ from typing import Any
 
 import brooq
 import psycopg
-from worker_app import FAST, fate, running, wait_for
+from helpers import FAST, enqueue, fate, running, wait_for
 
 Conn = psycopg.Connection[tuple[Any, ...]]
-
-
-def enqueue(conn: Conn, topic: str, n: int) -> list[int]:
-    ids = []
-    for i in range(n):
-        row = conn.execute("select id from brooq.enqueue(%s, jsonb_build_object('n', %s::int))",
-                           [topic, i]).fetchone()
-        assert row is not None
-        ids.append(int(row[0]))
-    return ids
 
 
 def test_a_graceful_stop_hands_back_prefetched_jobs_without_charging_an_attempt(
@@ -113,7 +103,7 @@ def test_outcomes_not_yet_written_hold_claims_back_beyond_three_capacities() -> 
     assert UNSETTLED_CAPACITIES == 3
     for unsettled, free in ((0, capacity), (3 * capacity, capacity), (3 * capacity + 1, capacity - 1),
                             (4 * capacity, 0)):
-        worker._settling.in_flight = unsettled
+        worker._settle_thread.in_flight = unsettled
         assert worker._free() == free, unsettled
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import brooq
 import psycopg
 import pytest
-from worker_app import fate, running, wait_for
+from helpers import fate, running, wait_for
 
 APP = Path(__file__).with_name("worker_app.py")
 Conn = psycopg.Connection[tuple[Any, ...]]

@@ -11,7 +11,7 @@ from typing import Any
 import brooq
 import psycopg
 import pytest
-from worker_app import FAST, wait_for
+from helpers import FAST, wait_for
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 

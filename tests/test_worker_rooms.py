@@ -5,7 +5,6 @@ leases (heartbeat, losing a lease) and the listener (NOTIFY wake-ups)."""
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from datetime import timedelta
 from typing import Any
@@ -21,7 +20,9 @@ from brooq.leases import Leases
 from brooq.listener import Listener
 from brooq.outcome import Outcome
 from brooq.rows import fields_row
-from brooq.settler import Settler
+from brooq.settings import TopicSettings
+from brooq.settler import Settler, answered
+from helpers import fate
 from psycopg.rows import scalar_row
 
 Conn = psycopg.Connection[Any]
@@ -29,8 +30,8 @@ WORKER = "rooms"
 
 
 def handler(topic: str) -> TopicHandler:
-    return TopicHandler(topic, lambda job: None, False, None, 3, timedelta(seconds=1),
-                        timedelta(minutes=1), timedelta(days=1), 1 << 20, True)
+    return TopicHandler(topic, lambda job: None, False, None,
+                        TopicSettings(max_attempts=3, retention=timedelta(days=1)))
 
 
 def claim(conn: Conn, topic: str, n: int) -> list[Attempt]:
@@ -43,10 +44,15 @@ def claim(conn: Conn, topic: str, n: int) -> list[Attempt]:
     return [Attempt(job, handler(topic)) for job in jobs]
 
 
-def fate(conn: Conn, job_id: int) -> brooq.JobFate:
-    got = brooq.get_job(conn, job_id)
-    assert got is not None
-    return got
+def settle(settler: Settler, conn: Conn) -> None:
+    """What the settle thread does with the outbox, here on ``conn`` and this thread: take
+    it, write it, count what the database answered."""
+    batch = settler.take()
+    states: dict[int, str | None] = {}
+    settler.write(conn, batch, states)
+    written, unwritten = answered(batch, states)
+    assert unwritten == []
+    settler.settled(written, states)
 
 
 class Released(list[Attempt]):
@@ -71,7 +77,7 @@ def test_the_settler_writes_every_outcome_in_one_batch_and_counts_it(conn: Conn)
     settler.add(stolen, Outcome("done"))
     assert len(settler) == 5
 
-    settler.settle(conn)
+    settle(settler, conn)
 
     assert len(settler) == 0
     assert released == [done, failed, retried, canceled, stolen]
@@ -80,7 +86,7 @@ def test_the_settler_writes_every_outcome_in_one_batch_and_counts_it(conn: Conn)
     assert fate(conn, retried.job.id).last_error == "Retry: later"
     assert fate(conn, canceled.job.id).state == "canceled"
     assert fate(conn, stolen.job.id).result is None  # canceled from outside, never settled done
-    snap = counters["t.settle"].snapshot()
+    snap = counters.topics["t.settle"].snapshot()
     assert (snap.done, snap.failed, snap.retried, snap.canceled, snap.lease_lost) == (1, 1, 1, 1, 1)
 
 
@@ -92,13 +98,13 @@ def test_a_value_the_database_refuses_fails_that_attempt_alone(conn: Conn) -> No
     settler.add(good, Outcome("done"))
     settler.add(bad, Outcome("done", result="not json"))  # settle_many refuses the whole batch
 
-    settler.settle(conn)  # ... so the settler goes one by one
+    settle(settler, conn)  # ... so the settler goes one by one
 
     assert fate(conn, good.job.id).state == "done"
     bad_fate = fate(conn, bad.job.id)
     assert bad_fate.state == "failed" and "cannot settle done" in (bad_fate.last_error or "")
-    assert counters["t.fallback"].settled["done"] == 1
-    assert counters["t.fallback"].settled["failed"] == 1
+    assert counters.topics["t.fallback"].settled["done"] == 1
+    assert counters.topics["t.fallback"].settled["failed"] == 1
 
 
 def test_chained_jobs_are_enqueued_with_done_and_never_without_it(conn: Conn) -> None:
@@ -109,7 +115,7 @@ def test_chained_jobs_are_enqueued_with_done_and_never_without_it(conn: Conn) ->
     settler.add(parent, Outcome("done"), [Chained("t.next", {"from": parent.job.id})])
     settler.add(lost, Outcome("done"), [Chained("t.next", {"from": lost.job.id})])
 
-    settler.settle(conn)
+    settle(settler, conn)
 
     assert fate(conn, parent.job.id).state == "done"
     payloads = conn.cursor(row_factory=scalar_row).execute(
@@ -128,7 +134,7 @@ def test_a_claim_commits_without_waiting_for_its_wal_flush_and_a_settle_waits(co
     settler = Settler(WORKER, _counters("t.durable"), release=Released())
     settler.add(att, Outcome("done"))
     with conn.transaction():
-        settler.settle(conn)
+        settle(settler, conn)
         assert conn.execute("show synchronous_commit").fetchone() == ("on",)
     assert fate(conn, att.job.id).state == "done"
 
@@ -174,7 +180,7 @@ def test_a_dropped_outcome_is_never_written(conn: Conn) -> None:
     settler = Settler(WORKER, _counters("t.drop"), release=Released())
     settler.add(att, Outcome("done"))
     settler.drop(att)
-    settler.settle(conn)
+    settle(settler, conn)
     assert fate(conn, att.job.id).state == "processing"
 
 
@@ -203,8 +209,8 @@ def test_a_heartbeat_keeps_held_leases_and_loses_a_canceled_one(conn: Conn) -> N
     leases.heartbeat(conn, 120.0)
 
     assert lost == [(canceled, 120.0)] and canceled.closed and not kept.closed
-    assert leases.held(kept.job.id) is kept and leases.held(canceled.job.id) is None
-    assert counters["t.lease"].lease_lost == 1
+    assert len(leases) == 1  # the kept one: the lost one is no longer held
+    assert counters.topics["t.lease"].lease_lost == 1
     assert leases.next_heartbeat == 140.0
     after = fate(conn, kept.job.id).locked_until
     assert before is not None and after is not None and after > before  # renewed
@@ -219,9 +225,11 @@ def test_a_job_claimed_again_loses_its_older_attempt() -> None:
     new = Attempt(Job(7, "t.again", {}, 1, 3, 0, 2, None), handler("t.again"))  # type: ignore[arg-type]
     leases.hold(old, 0.0)
     leases.hold(new, 1.0)
-    assert lost == [old] and old.closed and leases.held(7) is new
+    assert lost == [old] and old.closed and not new.closed and len(leases) == 1
     leases.release(old)  # a late release of the old attempt leaves the new one held
-    assert leases.held(7) is new
+    assert len(leases) == 1
+    leases.release(new)
+    assert len(leases) == 0
 
 
 # --- the listener --------------------------------------------------------------------
@@ -289,3 +297,102 @@ def test_payloads_load_as_json_loads_would(conn: Conn, value: Any) -> None:
         loaded = worker_conn.execute("select %s::jsonb", [to_json(value)]).fetchone()
     assert loaded is not None
     assert loaded[0] == json.loads(text[0])
+
+
+# --- the runner ----------------------------------------------------------------------
+
+
+def test_no_room_imports_the_worker() -> None:
+    """The rooms sit below the loop: none imports worker.py (or partitions.py, above it),
+    so each is driven by hand, as in this file."""
+    import ast
+    from pathlib import Path
+
+    package = Path(brooq.__file__).parent
+    for room in ("runner", "session", "settler", "leases", "listener", "watchdog", "executors", "attempt"):
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse((package / f"{room}.py").read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        assert not imported & {"brooq.worker", "brooq.partitions"}, room
+
+
+def _runner(topic: str, fn: Any, timeout: timedelta | None = None) -> tuple[Any, Leases, Settler, Counters]:
+    """A Runner for ``topic``'s handler ``fn``, with its own leases and outbox."""
+    import dataclasses
+
+    from brooq.runner import Runner
+
+    counters = _counters(topic)
+    leases = Leases(WORKER, timedelta(seconds=30), counters, on_lost=lambda att, now: runner.lost(att, now))
+    outbox = Settler(WORKER, counters, release=leases.release)
+    handlers = {topic: dataclasses.replace(handler(topic), fn=fn, timeout=timeout)}
+    runner = Runner(WORKER, handlers, counters, leases, outbox, lambda: None, timedelta(seconds=60))
+    runner.open(2)
+    return runner, leases, outbox, counters
+
+
+def _write(conn: Conn, outbox: Settler) -> None:
+    batch = outbox.take()
+    states: dict[int, str | None] = {}
+    outbox.write(conn, batch, states)
+    outbox.settled(batch, states)
+
+
+def test_the_runner_runs_handlers_and_hands_their_outcomes_to_the_outbox(conn: Conn) -> None:
+    def fn(job: Job) -> Any:
+        if job.payload["n"] == 1:
+            raise ValueError("no")
+        return {"n": job.payload["n"]}
+
+    runner, leases, outbox, counters = _runner("t.run", fn)
+    jobs = [att.job for att in claim(conn, "t.run", 2)]
+    try:
+        runner.start(jobs, time.monotonic())
+        assert len(runner) == 2 and len(leases) == 2
+        deadline = time.monotonic() + 10
+        while runner and time.monotonic() < deadline:  # the loop's part, by hand
+            if runner.unconfirmed:  # a pool thread started late: its lease is confirmed first
+                runner.confirm_prefetched(conn, time.monotonic())
+            runner.collect(time.monotonic())
+            time.sleep(0.01)
+        assert not runner and len(outbox) == 2
+        _write(conn, outbox)
+    finally:
+        runner.close(time.monotonic())
+    assert (fate(conn, jobs[0].id).state, fate(conn, jobs[0].id).result) == ("done", {"n": 0})
+    assert (fate(conn, jobs[1].id).state, fate(conn, jobs[1].id).last_error) == ("failed", "ValueError: no")
+    assert counters.topics["t.run"].claimed == 2 and len(leases) == 0
+
+
+def test_the_runner_stops_an_attempt_at_its_timeout_and_when_its_lease_is_lost(conn: Conn) -> None:
+    def fn(job: Job) -> None:
+        job.canceled.wait(5)  # returns once the runner tells it to stop
+
+    runner, leases, outbox, _ = _runner("t.stop", fn, timeout=timedelta(milliseconds=200))
+    slow, stolen = (att.job for att in claim(conn, "t.stop", 2))
+    try:
+        now = time.monotonic()
+        runner.start([slow, stolen], now)
+        brooq.cancel(conn, stolen.id)
+        leases.heartbeat(conn, now)  # the canceled job's lease is not renewed: Runner.lost
+        assert stolen.canceled.reason == "lease lost" and not slow.is_canceled()
+        deadline = time.monotonic() + 10
+        while not outbox and time.monotonic() < deadline:
+            if runner.unconfirmed:
+                runner.confirm_prefetched(conn, time.monotonic())
+            runner.check(time.monotonic())
+            time.sleep(0.02)
+        assert slow.canceled.reason == "timeout"
+        (pending,) = outbox.take()
+        assert pending.attempt.job is slow and pending.outcome.outcome == "failed"
+        assert (pending.outcome.error or "").startswith("timed out after")
+        while runner and time.monotonic() < deadline:  # both handlers return: answers ignored
+            runner.collect(time.monotonic())
+            time.sleep(0.01)
+        assert not runner and not outbox
+    finally:
+        runner.close(time.monotonic())
+    assert fate(conn, stolen.id).state == "canceled"

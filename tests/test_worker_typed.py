@@ -14,7 +14,7 @@ import brooq
 import psycopg
 import pytest
 from brooq.typed import PayloadMismatch, decoder_of
-from worker_app import FAST, fate, running, wait_for
+from helpers import FAST, fate, running, wait_for
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 

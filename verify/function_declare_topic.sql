@@ -11,5 +11,7 @@ select 1 / (count(*) = 0)::int from pg_catalog.pg_proc p, pg_catalog.aclexplode(
 select 1 / pg_catalog.has_function_privilege('brooq_admin', 'brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)', 'execute')::int;
 select 1 / (not pg_catalog.has_function_privilege('brooq_producer', 'brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)', 'execute'))::int;
 select 1 / (not pg_catalog.has_function_privilege('brooq_worker', 'brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)', 'execute'))::int;
+-- brooq._write_topic(brooq.topic): private, no role but the owner may execute it.
+select 1 / (not pg_catalog.has_function_privilege('brooq_admin', 'brooq._write_topic(brooq.topic)', 'execute'))::int;
 
 rollback;

@@ -10,7 +10,7 @@ select 1 / (count(*) = 0)::int from pg_catalog.pg_proc p, pg_catalog.aclexplode(
  where p.oid = 'brooq.reap(integer)'::regprocedure and a.grantee = 0;
 select 1 / pg_catalog.has_function_privilege('brooq_worker', 'brooq.reap(integer)', 'execute')::int;
 select 1 / (not pg_catalog.has_function_privilege('brooq_producer', 'brooq.reap(integer)', 'execute'))::int;
--- the rework of issue 10: the poison pill (max_lease_losses)
+-- the rework: the poison pill (max_lease_losses)
 select 1 / (pg_catalog.strpos(p.prosrc, 'max_lease_losses') > 0)::int
   from pg_catalog.pg_proc p where p.oid = 'brooq.reap(integer)'::regprocedure;
 

@@ -267,6 +267,74 @@ $$;
 comment on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) is
 'Router: declares or updates the topic on every partition. max_in_flight and rate hold per partition.';
 
+-- alter_topic: on every partition, as declare_topic; returns the topic as partition 0 has it.
+create function brooq_proxy._alter_topic_all(
+    name text,
+    max_attempts integer,
+    backoff_base interval,
+    backoff_max interval,
+    retention interval,
+    max_payload_bytes integer,
+    notify boolean,
+    max_lease interval,
+    max_lease_losses integer,
+    max_in_flight integer,
+    rate integer,
+    per interval,
+    max_execution interval,
+    retain_done boolean,
+    retain_payload boolean,
+    clear text[])
+returns setof brooq.topic
+language plproxy
+as $$
+    cluster 'brooq';
+    run on all;
+    select t.name, t.max_attempts, t.backoff_base, t.backoff_max, t.retention,
+           t.max_payload_bytes, t.notify, t.paused, t.created_at, t.updated_at,
+           t.max_lease, t.max_lease_losses, t.max_in_flight, t.rate, t.per, t.max_execution,
+           t.retain_done, t.retain_payload
+      from brooq.alter_topic(name, max_attempts, backoff_base, backoff_max, retention,
+                             max_payload_bytes, notify, max_lease, max_lease_losses,
+                             max_in_flight, rate, per, max_execution, retain_done,
+                             retain_payload, clear) as t;
+$$;
+comment on function brooq_proxy._alter_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]) is
+'Private to the router''s brooq.alter_topic: the call on every partition.';
+
+create function brooq.alter_topic(
+    name text,
+    max_attempts integer default null,
+    backoff_base interval default null,
+    backoff_max interval default null,
+    retention interval default null,
+    max_payload_bytes integer default null,
+    notify boolean default null,
+    max_lease interval default null,
+    max_lease_losses integer default null,
+    max_in_flight integer default null,
+    rate integer default null,
+    per interval default null,
+    max_execution interval default null,
+    retain_done boolean default null,
+    retain_payload boolean default null,
+    clear text[] default '{}')
+returns brooq.topic
+language sql
+set search_path = pg_catalog, pg_temp
+as $$
+    select * from brooq_proxy._alter_topic_all(
+        alter_topic.name, alter_topic.max_attempts, alter_topic.backoff_base,
+        alter_topic.backoff_max, alter_topic.retention, alter_topic.max_payload_bytes,
+        alter_topic.notify, alter_topic.max_lease, alter_topic.max_lease_losses,
+        alter_topic.max_in_flight, alter_topic.rate, alter_topic.per,
+        alter_topic.max_execution, alter_topic.retain_done, alter_topic.retain_payload,
+        alter_topic.clear)
+    limit 1;
+$$;
+comment on function brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]) is
+'Router: changes the settings given of the topic on every partition (a partial failure is retried by calling it again).';
+
 -- pause_topic / resume_topic: on every partition; true when any changed.
 create function brooq_proxy._set_paused_all(name text, paused boolean)
 returns setof boolean
@@ -393,6 +461,39 @@ select s.topic,
 comment on view brooq.topic_stats is
 'Router: brooq.topic_stats summed over every partition (paused when paused on any; the flow limits are per partition).';
 
+-- topics: every partition's brooq.topics, one row per topic and settings: a topic
+-- whose partitions disagree (a declaration that failed on some) shows once per
+-- version, with the partitions that hold it.
+create function brooq_proxy.partition_topics()
+returns setof brooq.topic
+language plproxy
+as $$
+    cluster 'brooq';
+    run on all;
+    select t.name, t.max_attempts, t.backoff_base, t.backoff_max, t.retention,
+           t.max_payload_bytes, t.notify, t.paused, t.created_at, t.updated_at,
+           t.max_lease, t.max_lease_losses, t.max_in_flight, t.rate, t.per, t.max_execution,
+           t.retain_done, t.retain_payload
+      from brooq.topics t;
+$$;
+comment on function brooq_proxy.partition_topics() is
+'Router: brooq.topics of every partition, one row per partition and topic.';
+
+create view brooq.topics as
+select t.name, t.max_attempts, t.backoff_base, t.backoff_max, t.retention, t.max_payload_bytes,
+       t.notify, t.max_lease, t.max_lease_losses, t.max_in_flight, t.rate, t.per, t.max_execution,
+       t.retain_done, t.retain_payload,
+       pg_catalog.bool_or(t.paused) as paused,
+       pg_catalog.min(t.created_at) as created_at,
+       pg_catalog.max(t.updated_at) as updated_at,
+       pg_catalog.count(*)::integer as partitions
+  from brooq_proxy.partition_topics() as t
+ group by t.name, t.max_attempts, t.backoff_base, t.backoff_max, t.retention, t.max_payload_bytes,
+          t.notify, t.max_lease, t.max_lease_losses, t.max_in_flight, t.rate, t.per, t.max_execution,
+          t.retain_done, t.retain_payload;
+comment on view brooq.topics is
+'Router: brooq.topics of every partition, one row per topic and settings (partitions: how many hold them; paused when paused on any).';
+
 revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) from public;
 revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
 revoke all on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[], jsonb) from public;
@@ -405,6 +506,8 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
 
 revoke all on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
 revoke all on function brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;
+revoke all on function brooq_proxy._alter_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]) from public;
+revoke all on function brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]) from public;
 revoke all on function brooq_proxy._set_paused_all(text, boolean) from public;
 revoke all on function brooq.pause_topic(text) from public;
 revoke all on function brooq.resume_topic(text) from public;
@@ -412,6 +515,8 @@ revoke all on function brooq.cancel(bigint) from public;
 revoke all on function brooq.retry(bigint) from public;
 grant execute on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean),
                           brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean),
+                          brooq_proxy._alter_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]),
+                          brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]),
                           brooq_proxy._set_paused_all(text, boolean),
                           brooq.pause_topic(text), brooq.resume_topic(text),
                           brooq.cancel(bigint), brooq.retry(bigint)
@@ -424,5 +529,10 @@ revoke all on function brooq_proxy.partition_topic_stats() from public;
 revoke all on brooq.topic_stats from public;
 grant execute on function brooq_proxy.partition_topic_stats() to brooq_worker, brooq_admin;
 grant select on brooq.topic_stats to brooq_worker, brooq_admin;
+
+revoke all on function brooq_proxy.partition_topics() from public;
+revoke all on brooq.topics from public;
+grant execute on function brooq_proxy.partition_topics() to brooq_worker, brooq_admin;
+grant select on brooq.topics to brooq_worker, brooq_admin;
 
 commit;

@@ -5,12 +5,14 @@ begin;
 select 'brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb)'::regprocedure,
        'brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)'::regprocedure,
        'brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)'::regprocedure,
+       'brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[])'::regprocedure,
        'brooq.pause_topic(text)'::regprocedure,
        'brooq.resume_topic(text)'::regprocedure,
        'brooq.cancel(bigint)'::regprocedure,
        'brooq.retry(bigint)'::regprocedure,
        'brooq.job_fate(bigint)'::regprocedure,
-       'brooq_proxy.partition_topic_stats()'::regprocedure;
-select 'brooq.topic_stats'::regclass;
+       'brooq_proxy.partition_topic_stats()'::regprocedure,
+       'brooq_proxy.partition_topics()'::regprocedure;
+select 'brooq.topic_stats'::regclass, 'brooq.topics'::regclass;
 
 rollback;

@@ -18,7 +18,6 @@ See docs/python-guide.md.
 
 from brooq import aio
 from brooq._version import __version__
-from brooq.compat import SchemaMismatch, schema_version
 from brooq.config import WorkerConfig, parse_duration
 from brooq.errors import (
     BrooqError,
@@ -37,7 +36,6 @@ from brooq.payload import Undecodable
 from brooq.producer import (
     Enqueued,
     JobFate,
-    TopicStats,
     cancel,
     declare_topic,
     enqueue,
@@ -46,6 +44,9 @@ from brooq.producer import (
     list_jobs,
     topic_stats,
 )
+from brooq.rows import TopicStats
+from brooq.schema_check import SchemaMismatch, schema_version
+from brooq.settings import Topic, TopicSettings
 from brooq.signals import Cancel, Dead, HandlerSignal, PreserveAttempt, Retry
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 from brooq.waiting import wait, wait_async
@@ -70,6 +71,8 @@ __all__ = [
     "PreserveAttempt",
     "Retry",
     "SchemaMismatch",
+    "Topic",
+    "TopicSettings",
     "TopicSnapshot",
     "TopicStats",
     "Undecodable",

@@ -28,16 +28,17 @@ from brooq.payload import guard_jsonb
 from brooq.producer import (
     Enqueued,
     JobFate,
-    TopicStats,
     busy_what,
     busy_what_batch,
-    declare_topic_args,
+    declare_topic_params,
     decoded,
     enqueue_args,
     enqueue_many_args,
     key_busy,
     trace_arg,
 )
+from brooq.rows import TopicStats
+from brooq.settings import Topic, TopicSettings, takes_settings, topic_row
 from brooq.waiting import wait_async as wait
 
 AsyncConn = psycopg.AsyncConnection[Any]
@@ -83,23 +84,16 @@ async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
     return await tracing.send_async(topic, "enqueue_many", len(args[1]), call)
 
 
-async def declare_topic(conn: AsyncConn, name: str, *, max_attempts: int = 5,
-                        backoff_base: timedelta = timedelta(seconds=1),
-                        backoff_max: timedelta = timedelta(minutes=1),
-                        retention: timedelta = timedelta(days=30),
-                        max_payload_bytes: int = 1 << 20, notify: bool = True,
-                        max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1),
-                        max_in_flight: int | None = None, rate: int | None = None,
-                        per: timedelta | None = None,
-                        max_execution: timedelta | None = None, retain_done: bool = True,
-                        retain_payload: bool = True) -> None:
-    """Create a topic or set all of its settings (idempotent; needs brooq_admin). See
-    brooq.declare_topic."""
+@takes_settings(TopicSettings)
+async def declare_topic(conn: AsyncConn, name: str, settings: TopicSettings) -> Topic:
+    """Create a topic or set all of its settings (idempotent; needs brooq_admin); returns
+    the topic as stored. See brooq.declare_topic."""
     with mapped(ADMIN, conn):
-        await conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
-            name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
-            retain_done, retain_payload))
+        cur = conn.cursor(row_factory=topic_row)
+        await cur.execute(queries.DECLARE_TOPIC, declare_topic_params(name, settings))
+        topic = await cur.fetchone()
+    assert topic is not None  # brooq.declare_topic returns one row
+    return topic
 
 
 async def cancel(conn: AsyncConn, job_id: int) -> bool:

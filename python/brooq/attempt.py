@@ -1,19 +1,20 @@
 """One claimed job on its way from claim to settle, and the handler it runs with.
 
-Shared by the worker's rooms: the loop (worker.py) makes an Attempt per claimed job,
-the leases (leases.py) hold it, the settler (settler.py) writes its outcome.
+Shared by the worker's rooms: the runner (runner.py) makes an Attempt per claimed job
+and runs its handler, the leases (leases.py) hold it, the settler (settler.py) writes
+its outcome.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from brooq.job import Chained, Job
-from brooq.outcome import Outcome
+from brooq.job import Job
+from brooq.settings import TopicSettings
 
 Handler = Callable[[Job], Any]
 
@@ -21,28 +22,23 @@ Handler = Callable[[Job], Any]
 QUEUED, STARTED, SKIPPED = 0, 1, 2
 
 
+@dataclass(frozen=True, kw_only=True)
+class HandlerSettings(TopicSettings):
+    """What Worker.handler takes: the topic's settings, and ``timeout``, which bounds one
+    attempt (None: no limit)."""
+
+    timeout: timedelta | None = timedelta(minutes=1)
+
+
 @dataclass(frozen=True)
 class TopicHandler:
-    """A registered handler and the topic settings it declares at start."""
+    """A registered handler, its attempt timeout, and the topic settings it declares at start."""
 
     topic: str
     fn: Handler
     is_async: bool
     timeout: timedelta | None
-    max_attempts: int
-    backoff_base: timedelta
-    backoff_max: timedelta
-    retention: timedelta
-    max_payload_bytes: int
-    notify: bool
-    max_lease_losses: int = 5
-    max_lease: timedelta = timedelta(hours=1)
-    max_in_flight: int | None = None  # flow control (brooq.declare_topic), None: no limit
-    rate: int | None = None
-    per: timedelta | None = None
-    max_execution: timedelta | None = None  # across all attempts of a job, None: no limit
-    retain_done: bool = True  # retention policies (brooq.declare_topic)
-    retain_payload: bool = True
+    settings: TopicSettings
 
 
 class Attempt:
@@ -69,7 +65,7 @@ class Attempt:
     def __init__(self, job: Job, handler: TopicHandler) -> None:
         self.job = job
         self.handler = handler
-        self.phase = QUEUED  # changed under Worker._lock: a pool thread starts it, or the loop withdraws it
+        self.phase = QUEUED  # changed under the Runner's lock: a pool thread starts it, or the loop withdraws it
         self.started = 0.0
         self.deadline: float | None = None
         self.closed = False  # an outcome is queued or the lease is lost: the handler's answer is ignored
@@ -86,8 +82,8 @@ class Attempt:
         self.expires = float("inf")
         # When the job's max_execution runs out, by the local monotonic clock (None: no
         # limit): the claim's instant (taken before its round trip) + execution_left,
-        # less a margin (worker.EXECUTION_MARGIN), so before the database's deadline.
-        # Set by the loop at claim.
+        # less a margin (runner.EXECUTION_MARGIN), so before the database's deadline.
+        # Set by the runner at claim.
         self.execution_ends: float | None = None
 
     def begin(self, now: float) -> None:
@@ -104,13 +100,3 @@ class Attempt:
         """True once the job's max_execution has run out (by the local clock)."""
         return self.execution_ends is not None and now >= self.execution_ends
 
-
-class Pending:
-    """An outcome waiting in the settler's outbox."""
-
-    __slots__ = ("attempt", "chained", "outcome")
-
-    def __init__(self, attempt: Attempt, outcome: Outcome, chained: Sequence[Chained]) -> None:
-        self.attempt = attempt
-        self.outcome = outcome
-        self.chained = chained

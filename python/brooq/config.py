@@ -121,10 +121,6 @@ class WorkerConfig:
             return None
         return self.listen_dsn or self.dsn
 
-    @property
-    def heartbeat_interval(self) -> timedelta:
-        return self.lease / 3
-
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> WorkerConfig:
         """Settings from BROOQ_* variables, overridden by the non-None keyword arguments

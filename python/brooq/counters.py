@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from brooq.outcome import OUTCOMES, OutcomeName
 from brooq.snapshot import TopicSnapshot
+from brooq.states import COUNTED_AS, OUTCOMES, SETTLED_COUNTS, OutcomeName
 
 # The upper bounds (seconds) of the brooq_attempt_duration_seconds buckets.
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
@@ -42,10 +42,11 @@ class TopicCounters:
         self.duration_sum += seconds
 
     def snapshot(self) -> TopicSnapshot:
-        s = self.settled
-        return TopicSnapshot(claimed=self.claimed, done=s["done"], failed=s["failed"],
-                             retried=s["delay"] + s["preserve"], dead=s["dead"],
-                             canceled=s["cancel"], lease_lost=self.lease_lost, hung=self.hung)
+        counts = dict.fromkeys(SETTLED_COUNTS, 0)
+        for outcome, n in self.settled.items():
+            counts[COUNTED_AS[outcome]] += n
+        return TopicSnapshot(claimed=self.claimed, **counts, lease_lost=self.lease_lost,
+                             hung=self.hung)
 
 
 class Counters:
@@ -59,10 +60,3 @@ class Counters:
     def add_topic(self, topic: str) -> TopicCounters:
         counters = self.topics[topic] = TopicCounters()
         return counters
-
-    def __getitem__(self, topic: str) -> TopicCounters:
-        return self.topics[topic]
-
-    def busy(self) -> int:
-        """Handlers running now, every topic (the brooq_busy_slots gauge)."""
-        return sum(c.busy for c in list(self.topics.values()))

@@ -1,14 +1,13 @@
 """Where handlers run, and how the worker loop is woken up.
 
 - ThreadPool: daemon threads for sync handlers (a hung handler never blocks exit).
-- AsyncRunner: one asyncio event loop in its own daemon thread for async handlers.
+- EventLoop: one asyncio event loop in its own daemon thread for async handlers.
 - Waker: a self-pipe the loop sleeps on; any thread, and signal handlers, may wake it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 import queue
 import select
@@ -77,7 +76,7 @@ class ThreadPool:
             self._queue.put(None)
 
 
-class AsyncRunner:
+class EventLoop:
     """An asyncio event loop running in a daemon thread."""
 
     def __init__(self, name: str) -> None:
@@ -89,9 +88,6 @@ class AsyncRunner:
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
-
-    def submit(self, coro: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def spawn(self, coros: list[Coroutine[Any, Any, None]]) -> None:
         """Start these coroutines as tasks: one wake-up of the event loop for all of them."""

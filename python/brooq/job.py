@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from brooq.tracing import current_context
+from brooq.otel import current_context
 
 _LOCK = threading.Lock()  # guards every Canceled (set, callbacks, the lazily made event)
 

@@ -9,7 +9,7 @@ loss (reaped, then claimed anew) loses its older attempt the same way.
 
 Each attempt also carries when its lease was last confirmed (claim, or a heartbeat
 that kept it) and a conservative local deadline: the loop uses them to start no
-prefetched job on a lease it has not confirmed lately (see Worker._run_sync).
+prefetched job on a lease it has not confirmed lately (see Runner.run_sync).
 
 Runs on the loop's thread and connection and starts no thread: a test drives it
 with a connection and attempts. An attempt whose outcome is being written (``settling``)
@@ -47,9 +47,6 @@ class Leases:
 
     def __len__(self) -> int:
         return len(self._held)
-
-    def held(self, job_id: int) -> Attempt | None:
-        return self._held.get(job_id)
 
     def hold(self, attempt: Attempt, now: float) -> None:
         """A claim gave us this job: hold it until it is settled or lost."""

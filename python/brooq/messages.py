@@ -24,6 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from brooq.settings import SETTINGS
+
 DOMAIN = "brooq"
 LOCALEDIR = Path(__file__).with_name("locale")
 
@@ -89,7 +91,6 @@ ENGLISH: dict[str, str] = {
     "cli.no_schedules": "no schedules yet: brooq schedule NAME CRON TOPIC [JSON]",
     "cli.unscheduled": "unscheduled {name}",
     "cli.no_such_schedule": "no schedule named {name}",
-    "cli.declared": "declared topic {topic}",
     "cli.paused": "paused topic {topic}",
     "cli.already_paused": "topic {topic} was already paused",
     "cli.resumed": "resumed topic {topic}",
@@ -106,7 +107,11 @@ ENGLISH: dict[str, str] = {
     'cli.schedule_list_alone': '--list takes no NAME, CRON, TOPIC or JSON',
     'cli.schedule_usage': "give NAME CRON TOPIC [JSON], e.g. brooq schedule nightly '0 3 * * *' report, or --list",
     'cli.scheduled': 'scheduled {name}: {cron!r} enqueues a job of topic {topic} each time (pg_cron job {jobid})',
-    'cli.declared_settings': 'declared topic {topic}: max_attempts={max_attempts} backoff_base={backoff_base} backoff_max={backoff_max} retention={retention} max_payload_bytes={max_payload_bytes} notify={notify}{paused}',
+    'cli.declared_settings': 'declared topic {topic}: {settings}',
+    'cli.altered_settings': 'altered topic {topic}: {settings}',
+    'cli.alter_nothing': 'name at least one setting to change, e.g. brooq alter-topic NAME --rate 5',
+    'cli.no_such_topic': 'topic {topic} does not exist',
+    'cli.topic_heading': 'topic {topic}: paused {paused}, declared {created}, last changed {updated}',
     'cli.paused_mark': ' (paused)',
     'cli.deploy_adopted': "recorded schema {version} (installed without sqitch) in sqitch's registry",
     'cli.deploy_up_to_date': 'nothing to deploy: the schema is up to date (sqitch)',
@@ -134,6 +139,9 @@ ENGLISH: dict[str, str] = {
     'cli.dsn_note': 'Every command that talks to a database takes --dsn (default: $BROOQ_DSN).',
     'col.id': 'id',
     'col.topic': 'topic',
+    'col.setting': 'setting',
+    'col.value': 'value',
+    'col.default': 'default',
     'col.state': 'state',
     'col.attempts': 'attempts',
     'col.updated': 'updated',
@@ -197,14 +205,13 @@ ENGLISH: dict[str, str] = {
     'help.flush': "delete a topic's waiting jobs (pending, failed), or --completed ones",
     'help.flush.completed': 'the finished jobs instead (done, dead, canceled), without waiting for retention',
     'help.flush.yes': 'do not ask (needed when stdin is not a terminal)',
-    'help.declare_topic': 'create a topic or set its settings',
-    'help.declare_topic.max_attempts': 'default 5',
-    'help.declare_topic.backoff_base': 'first retry delay (default 1s)',
-    'help.declare_topic.backoff_max': 'cap on retry delays (default 1m)',
-    'help.declare_topic.retention': 'keep finished jobs (default 30d; 0s: forever)',
-    'help.declare_topic.max_payload_bytes': 'default 1048576',
-    'help.declare_topic.max_execution': "a job's time across all its attempts, from its first claim (default: no limit)",
-    'help.declare_topic.no_notify': 'do not NOTIFY workers on enqueue (they poll)',
+    'help.declare_topic': 'create a topic or set all its settings',
+    'help.declare_topic.description': 'Create a topic or set all its settings, and print the topic as stored. A declaration is the whole truth: a setting not given takes its default (shown below), not the value it had. To change only some settings, use brooq alter-topic.',
+    'help.topic.setting': '{doc} (default {default})',
+    'help.topic.setting_or_none': '{doc}; none: no limit (default {default})',
+    'help.alter_topic': 'change only the settings given of a topic',
+    'help.alter_topic.setting_or_none': '{doc}; none: back to no limit',
+    'help.topic': "a topic's settings, as stored",
     'help.pause': "stop claims of a topic's jobs",
     'help.resume': 'claim a paused topic again',
     'help.deploy': 'apply the schema (sqitch, else psql)',
@@ -263,7 +270,7 @@ ENGLISH: dict[str, str] = {
     'demo.starting_cluster': '* starting a throwaway PostgreSQL on 127.0.0.1:{port} in {root} (stopped and removed at the end)',
     'demo.using': '* using {dsn}: topics demo.*, jobs are left in place',
     'demo.cluster_removed': '* stopped and removed the throwaway PostgreSQL',
-    'demo.no_pgcluster': "without --dsn the demo starts a throwaway PostgreSQL with the checkout's tests/pgcluster.py, which is not here: pass --dsn or set BROOQ_ROOT",
+    'demo.no_server': 'without --dsn the demo starts a throwaway PostgreSQL, but no server binaries were found (initdb and pg_ctl: $BROOQ_PG_BINDIR, pg_config --bindir, /usr/lib/postgresql/*/bin): install the PostgreSQL server or pass --dsn',
     'demo.schema_present': '* schema brooq is already deployed in this database: using it',
     'demo.deployed_sqitch': '* deployed the schema with sqitch deploy --verify ({count} changes)',
     'demo.deployed_psql': '* deployed the schema with psql -f sql/install.sql',
@@ -402,6 +409,10 @@ ENGLISH: dict[str, str] = {
     'dash.mode_actions': "actions for the token's holder",
     'dash.mode_read_only': 'read-only: no token',
 }
+
+# A topic setting's meaning, the help of its option (brooq declare-topic, alter-topic): the
+# doc of its field of brooq.settings.TopicSettings.
+ENGLISH.update({f"help.topic.{f.name}": f.metadata["doc"] for f in SETTINGS})
 
 
 # Texts with a count: (singular, plural) in English; a catalogue gives each language's

@@ -32,8 +32,8 @@ from psycopg.rows import class_row
 
 from brooq import queries
 from brooq.counters import DURATION_BUCKETS, Counters
-from brooq.outcome import OUTCOMES
-from brooq.producer import HELD_BY, TopicStats
+from brooq.rows import TopicStats
+from brooq.states import GAUGED, HELD_BY, OUTCOMES
 
 
 class CountersCollector(Collector):
@@ -141,7 +141,7 @@ class Metrics:
 
     def declare_topic(self, topic: str) -> None:
         """Create the labelled series of a topic at zero, so they show before the first job."""
-        for state in ("pending", "failed", "processing"):
+        for state in GAUGED:
             self.jobs.labels(topic, state)
         for limit in HELD_BY:
             self.held.labels(topic, limit)
@@ -153,9 +153,8 @@ class Metrics:
         retention counters from brooq.retention_stats."""
         cur = conn.cursor(row_factory=class_row(TopicStats))
         for r in cur.execute(queries.TOPIC_STATS_OF, [topics]):
-            self.jobs.labels(r.topic, "pending").set(r.pending)
-            self.jobs.labels(r.topic, "failed").set(r.failed)
-            self.jobs.labels(r.topic, "processing").set(r.processing)
+            for state in GAUGED:
+                self.jobs.labels(r.topic, state).set(getattr(r, state))
             for limit in HELD_BY:
                 self.held.labels(r.topic, limit).set(getattr(r, f"held_by_{limit}"))
             age = r.oldest_ready_age

@@ -5,24 +5,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 from datetime import timedelta
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, NamedTuple
 
-from brooq.payload import to_json
+from brooq.payload import PayloadMismatch, to_json
 from brooq.signals import Cancel, Dead, PreserveAttempt, Retry, find_signal
-from brooq.typed import PayloadMismatch
+from brooq.states import OutcomeName
 
 ERROR_MAX = 2000  # brooq.settle_many keeps that many characters of last_error
 
-# What a worker asks brooq.settle/settle_many to write: the one list of outcomes in Python.
-# It is also how a settled attempt is counted (the metric brooq_jobs_settled_total{outcome}
-# and the snapshot): by its outcome, except that an answer dead from the database counts
-# as dead whatever the outcome (a failure on the last attempt, or the outcome dead).
-OutcomeName = Literal["done", "failed", "delay", "preserve", "cancel", "dead"]
-OUTCOMES: tuple[OutcomeName, ...] = get_args(OutcomeName)
-
 
 class Outcome(NamedTuple):
-    """One settle_many element: outcome, error text, delay, result as JSON text."""
+    """One settle_many element: outcome (brooq.states.OUTCOMES), error text, delay, result
+    as JSON text."""
 
     outcome: OutcomeName
     error: str | None = None
@@ -52,7 +46,7 @@ def of_exception(exc: BaseException) -> Outcome:
     chooses it, with the signal's text and, when wrapped, the outer exception's."""
     if isinstance(exc, PayloadMismatch):
         # It will never fit: dead at once, the mismatch (naming the field) recorded as
-        # the cause (invariant 7, the outcome dead).
+        # the cause (the outcome dead: invariant 7, docs/architecture.md).
         return Outcome("dead", " ".join(str(exc).split())[:ERROR_MAX] or "payload does not fit")
     signal = find_signal(exc)
     if signal is None:

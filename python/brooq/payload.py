@@ -67,6 +67,11 @@ class Undecodable(str):
         return (self.cause,)
 
 
+class PayloadMismatch(ValueError):
+    """The payload does not fit the type the handler declares (brooq.typed): never
+    retried to success, so the worker makes its job dead at once (outcome.of_exception)."""
+
+
 # Raised by json's decoder on jsonb text: RecursionError past the recursion limit,
 # ValueError for an integer past int_max_str_digits (JSONDecodeError is one as well).
 UNDECODABLE = (RecursionError, ValueError)

@@ -18,6 +18,9 @@ from psycopg.types.json import Jsonb
 from brooq import queries, tracing
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, UndecodableJob, mapped
 from brooq.payload import Undecodable, guard_jsonb, jsonb
+from brooq.rows import TopicStats
+from brooq.settings import Topic, TopicSettings, parameters, takes_settings, topic_row
+from brooq.states import STATES
 
 Conn = psycopg.Connection[Any]
 
@@ -54,31 +57,6 @@ class JobFate(NamedTuple):
     locked_until: datetime | None
     progress: Any = None  # what the handler last reported (job.progress), if anything
     group_key: str | None = None  # its ordered group, if any (enqueue's group)
-
-
-# The flow limits that hold ready jobs back: TopicStats.held_by_<limit>, and the
-# label of the worker's gauge brooq_jobs_held{topic,limit}.
-HELD_BY = ("in_flight", "rate", "group")
-
-
-class TopicStats(NamedTuple):
-    """One row of brooq.topic_stats: depth and lag of a topic."""
-
-    topic: str
-    paused: bool
-    pending: int
-    failed: int
-    ready: int
-    scheduled: int
-    processing: int
-    expired: int
-    oldest_ready_age: timedelta | None
-    max_in_flight: int | None = None  # the flow limits (None: none), see declare_topic
-    rate: int | None = None
-    per: timedelta | None = None
-    held_by_in_flight: int = 0  # ready jobs a claim now would not get because of max_in_flight
-    held_by_rate: int = 0  # ... because of the rate
-    held_by_group: int = 0  # ready jobs of an ordered group waiting for an earlier job of it
 
 
 def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
@@ -138,19 +116,6 @@ def busy_what_batch(groups: Sequence[str | None] | None) -> str:
     return "an idempotency key of the batch" if groups is None else "an idempotency key or group of the batch"
 
 
-def declare_topic_args(name: str, max_attempts: int, backoff_base: timedelta,
-                       backoff_max: timedelta, retention: timedelta, max_payload_bytes: int,
-                       notify: bool, max_lease_losses: int, max_lease: timedelta,
-                       max_in_flight: int | None = None, rate: int | None = None,
-                       per: timedelta | None = None,
-                       max_execution: timedelta | None = None, retain_done: bool = True,
-                       retain_payload: bool = True) -> list[Any]:
-    """The parameters of queries.DECLARE_TOPIC (shared with brooq.aio)."""
-    return [name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
-            retain_done, retain_payload]
-
-
 def _sync(conn: Any, helper: str) -> None:
     """A clear error for an AsyncConnection given to a sync helper (it would fail later,
     with "'coroutine' object has no attribute 'fetchone'")."""
@@ -187,19 +152,18 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
     return tracing.send(topic, "enqueue_many", len(args[1]), call)
 
 
-def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
-                  backoff_base: timedelta = timedelta(seconds=1),
-                  backoff_max: timedelta = timedelta(minutes=1),
-                  retention: timedelta = timedelta(days=30),
-                  max_payload_bytes: int = 1 << 20, notify: bool = True,
-                  max_lease_losses: int = 5, max_lease: timedelta = timedelta(hours=1),
-                  max_in_flight: int | None = None, rate: int | None = None,
-                  per: timedelta | None = None, max_execution: timedelta | None = None,
-                  retain_done: bool = True, retain_payload: bool = True) -> None:
-    """Create a topic or set all of its settings (idempotent; needs brooq_admin).
+@takes_settings(TopicSettings)
+def declare_topic(conn: Conn, name: str, settings: TopicSettings) -> Topic:
+    """Create a topic or set all of its settings (idempotent; needs brooq_admin); returns
+    the topic as stored. A declaration is the whole truth: a setting not given takes its
+    default again. The keyword arguments are the fields of brooq.TopicSettings, each
+    with its default, range and meaning there; in short:
+    ``max_attempts``, ``backoff_base``, ``backoff_max``: claims before a failure is final,
+    and the retry delays (doubled each time, up to backoff_max);
+    ``retention``: how long finished jobs are kept; ``max_payload_bytes``; ``notify``;
+    ``max_lease``: the longest lease claim may give a job of the topic;
     ``max_lease_losses``: that many lease losses (reaps) of a job in a row, with no
     outcome written between, make it dead (a handler that kills its process).
-    ``max_lease``: the longest lease claim may give a job of the topic.
     Flow control, enforced by brooq.claim for every worker (None: no limit):
     ``max_in_flight``: at most that many jobs of the topic processing at once;
     ``rate``, ``per``: at most ``rate`` jobs claimed in any window of ``per``
@@ -211,12 +175,22 @@ def declare_topic(conn: Conn, name: str, *, max_attempts: int = 5,
     Retention policies: ``retain_done=False`` deletes a job as it is settled done
     (its idempotency key is free again); ``retain_payload=False`` clears the
     payload (to JSON null) of a job that is done, dead or canceled."""
+    return declare_topic_settings(conn, name, settings)
+
+
+def declare_topic_settings(conn: Conn, name: str, settings: TopicSettings) -> Topic:
+    """declare_topic with the settings as one TopicSettings (a worker's registered ones)."""
     _sync(conn, "declare_topic")
     with mapped(ADMIN, conn):
-        conn.execute(queries.DECLARE_TOPIC, declare_topic_args(
-            name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify,
-            max_lease_losses, max_lease, max_in_flight, rate, per, max_execution,
-            retain_done, retain_payload))
+        topic = conn.cursor(row_factory=topic_row).execute(
+            queries.DECLARE_TOPIC, declare_topic_params(name, settings)).fetchone()
+    assert topic is not None  # brooq.declare_topic returns one row
+    return topic
+
+
+def declare_topic_params(name: str, settings: TopicSettings) -> dict[str, Any]:
+    """The parameters of queries.DECLARE_TOPIC (shared with brooq.aio)."""
+    return {"name": name, **parameters(settings)}
 
 
 def cancel(conn: Conn, job_id: int) -> bool:
@@ -256,9 +230,6 @@ def decoded(fate: JobFate | None) -> JobFate | None:
                     f" where id = {fate.id}")
             raise UndecodableJob(f"{reason} (hint: {hint})", job_id=fate.id, hint=hint, reason=reason)
     return fate
-
-
-STATES = ("pending", "processing", "failed", "done", "dead", "canceled")
 
 
 def list_jobs(conn: Conn, *, topic: str | None = None, states: Sequence[str] | None = None,

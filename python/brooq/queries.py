@@ -1,5 +1,6 @@
-"""The SQL brooq's Python code sends, every statement of it: one literal statement per
-brooq function, then the few the tools (brooq.tools) send.
+"""The SQL the worker and the client send, every statement of it: one literal statement
+per brooq function. The tools' own statements (brooq deploy, the dashboard, the demo)
+are in brooq.tools.queries.
 
 Parameters are positional (%s) with explicit casts, so that prepared statements
 keep one plan whatever Python type psycopg picks for a value. Result columns are
@@ -11,14 +12,9 @@ from __future__ import annotations
 
 from typing import LiteralString
 
-VERSION: LiteralString = "select brooq.version()"
+from brooq import settings
 
-# brooq deploy: what a database holds before deploying into it.
-SCHEMA_PRESENT: LiteralString = """
-select to_regnamespace('brooq') is not null, to_regprocedure('brooq.version()') is not null
-"""
-SQITCH_REGISTRY_PRESENT: LiteralString = "select to_regclass('sqitch.changes') is not null"
-SQITCH_BROOQ_CHANGES: LiteralString = "select count(*) from sqitch.changes where project = 'brooq'"
+VERSION: LiteralString = "select brooq.version()"
 
 ENQUEUE: LiteralString = """
 select id, created
@@ -36,17 +32,17 @@ select id, created
                           group_keys => %s::text[], trace_context => %s::jsonb)
 """
 
-DECLARE_TOPIC: LiteralString = """
-select name
-  from brooq.declare_topic(name => %s::text, max_attempts => %s::integer,
-                           backoff_base => %s::interval, backoff_max => %s::interval,
-                           retention => %s::interval, max_payload_bytes => %s::integer,
-                           notify => %s::boolean, max_lease_losses => %s::integer,
-                           max_lease => %s::interval, max_in_flight => %s::integer,
-                           rate => %s::integer, per => %s::interval,
-                           max_execution => %s::interval,
-                           retain_done => %s::boolean, retain_payload => %s::boolean)
-"""
+# A topic's settings: every setting named, from brooq.settings.TopicSettings (one named
+# parameter each; alter_topic's None leaves a setting as it is, clear sets it to none).
+DECLARE_TOPIC: LiteralString = (
+    "select " + settings.COLUMNS + " from brooq.declare_topic(name => %(name)s::text, "
+    + settings.named_arguments() + ")")
+
+ALTER_TOPIC: LiteralString = (
+    "select " + settings.COLUMNS + " from brooq.alter_topic(name => %(name)s::text, "
+    + settings.named_arguments() + ", clear => %(clear)s::text[])")
+
+TOPIC: LiteralString = "select " + settings.COLUMNS + " from brooq.topics where name = %s::text"
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 
@@ -186,180 +182,3 @@ LISTEN: LiteralString = "listen brooq"
 
 # The worker's connection: no statement may outlive a lease (milliseconds, as text).
 SET_STATEMENT_TIMEOUT: LiteralString = "select set_config('statement_timeout', %s::text, false)"
-
-# --- the tools (brooq.tools) -----------------------------------------------------------
-
-# What `brooq declare-topic` prints back. brooq.topic is private: a role that may not
-# read it gets less detail.
-# TODO(lead): replace by brooq.topic_settings()
-TOPIC_SETTINGS: LiteralString = """
-select max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify, paused
-  from brooq.topic
- where name = %s::text
-"""
-
-# `brooq dashboard` (brooq.tools.dashboard): it reads only the views brooq.topic_stats,
-# brooq.in_flight and brooq.jobs (docs/dashboard.md, "Its database role").
-
-# Jobs in flight, the longest held first: who holds each, since when, lease left.
-# Every jsonb column of the dashboard's queries is read as text: a value Python's json
-# cannot decode (nested too deep, a number of thousands of digits) must not fail the
-# page of the job it is there to show, nor of its neighbours.
-DASHBOARD_IN_FLIGHT: LiteralString = """
-select id, topic, attempts, max_attempts, locked_by, claimed_at, running_for,
-       locked_until - now() as lease_left, expired, left(progress::text, 200) as progress
-  from brooq.in_flight
- order by claimed_at, id
- limit %s::integer
-"""
-
-# The dead and failed list: newest first, the topic filter off when NULL (as LIST_JOBS),
-# without the payload and result the list does not show.
-DASHBOARD_JOBS: LiteralString = """
-select id, topic, state, attempts, max_attempts, updated_at, left(last_error, 400) as last_error
-  from brooq.jobs
- where (%(topic)s::text is null or topic = %(topic)s::text)
-   and state = any(%(states)s::text[])
- order by id desc
- limit %(limit)s::integer
-"""
-
-# A job's page: payload, result and progress as text cut at %(shown)s characters, with
-# their whole length (the page says how much it left out).
-DASHBOARD_JOB: LiteralString = """
-select id, topic, state, attempts, max_attempts, priority, left(last_error, %(shown)s) as last_error,
-       idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,
-       left(payload::text, %(shown)s) as payload, length(payload::text) as payload_length,
-       left(result::text, %(shown)s) as result, length(result::text) as result_length,
-       left(progress::text, %(shown)s) as progress, length(progress::text) as progress_length
-  from brooq.jobs
- where id = %(id)s::bigint
-"""
-
-# The database's clock: the minutes of the throughput chart are its minutes.
-DASHBOARD_CLOCK: LiteralString = "select now()"
-
-# Jobs finished (done, dead) per topic and minute since each topic's `since`, by the
-# time their row was settled (updated_at): a range of job_terminal_idx (topic,
-# updated_at) per topic. Purged rows no longer count: a retention shorter than the
-# window makes the chart lie.
-DASHBOARD_THROUGHPUT: LiteralString = """
-select t.topic, b.minute, b.done, b.dead
-  from unnest(%(topics)s::text[], %(sinces)s::timestamptz[]) as t(topic, since)
- cross join lateral (
-       select date_trunc('minute', j.updated_at) as minute,
-              count(*) filter (where j.state = 'done') as done,
-              count(*) filter (where j.state = 'dead') as dead
-         from brooq.jobs j
-        where j.topic = t.topic
-          and j.state in ('done', 'dead')
-          and j.updated_at >= t.since
-        group by 1) as b
-"""
-
-# /healthz: the dashboard reaches its database.
-DASHBOARD_PING: LiteralString = "select 1"
-
-# `brooq deploy` failed: what the deploying role lacks (docs/security.md, "Deploying
-# with a non-superuser owner"). Ownership comes with membership in the owner.
-DEPLOY_RIGHTS: LiteralString = """
-select r.rolname as role, r.rolsuper as superuser, current_database() as database,
-       has_database_privilege(current_database(), 'create') as can_create,
-       r.rolcreaterole
-       or (select count(*) filter (where pg_has_role(r.oid, oid, 'member with admin option'))
-             from pg_catalog.pg_roles where rolname in ('brooq_producer', 'brooq_worker')) = 2
-           as can_grant_roles,
-       coalesce((select pg_has_role(nspowner, 'member') from pg_catalog.pg_namespace
-                  where nspname = 'brooq'), true) as owns_brooq,
-       coalesce((select pg_has_role(nspowner, 'member') from pg_catalog.pg_namespace
-                  where nspname = 'sqitch'), true) as owns_sqitch
-  from pg_catalog.pg_roles r
- where r.rolname = current_user
-"""
-
-# `brooq demo`. Its enqueue statements are shown to the user and run by psql, so they
-# are rendered with their values (psycopg.ClientCursor.mogrify) before they are sent.
-DEMO_DECLARE_TOPIC: LiteralString = (
-    "select name from brooq.declare_topic(%(topic)s, max_attempts => %(max_attempts)s,"
-    " backoff_base => %(backoff_base)s, backoff_max => %(backoff_max)s)")
-
-DEMO_ENQUEUE_LONG: LiteralString = (
-    "select id from brooq.enqueue(%(topic)s, %(payload)s, priority => %(priority)s)")
-
-DEMO_ENQUEUE_EMAIL: LiteralString = (
-    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
-    "'to', %(prefix)s || i || '@example.com') from generate_series(1, %(count)s) as i))")
-
-DEMO_ENQUEUE_EMAIL_LATER: LiteralString = (
-    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
-    "'to', %(prefix)s || i || '@example.com') from generate_series(1, %(count)s) as i),"
-    " delay => %(delay)s)")
-
-DEMO_ENQUEUE_EMAIL_FIRST: LiteralString = (
-    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
-    "'to', %(prefix)s || i || '@example.com') from generate_series(1, %(count)s) as i),"
-    " priority => %(priority)s)")
-
-DEMO_ENQUEUE_FLAKY: LiteralString = (
-    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
-    "'order', i, 'fail_times', 1 + i %% 2) from generate_series(1, %(count)s) as i))")
-
-DEMO_ENQUEUE_DOOMED: LiteralString = (
-    "select id from brooq.enqueue_many(%(topic)s, array(select jsonb_build_object("
-    "'invoice', i) from generate_series(1, %(count)s) as i))")
-
-DEMO_CLOCK: LiteralString = "select clock_timestamp()"
-
-DEMO_HAS_SCHEMA: LiteralString = "select to_regnamespace('brooq') is not null"
-
-DEMO_JOB_STATE: LiteralString = "select state from brooq.jobs where id = %s::bigint"
-
-DEMO_UNFINISHED: LiteralString = """
-select count(*)
-  from brooq.jobs
- where id = any(%s::bigint[]) and state not in ('done', 'dead', 'canceled')
-"""
-
-DEMO_FATE_BY_STATE: LiteralString = """
-select state, count(*) as jobs, avg(attempts)::float8 as avg_attempts,
-       (array_agg(last_error order by id) filter (where last_error is not null))[1] as last_error
-  from brooq.jobs
- where id = any(%s::bigint[])
- group by state
-"""
-
-DEMO_FATE_BY_TOPIC: LiteralString = """
-select topic, count(*) as jobs,
-       count(*) filter (where state = 'done') as done,
-       count(*) filter (where state = 'dead') as dead,
-       count(*) filter (where state = 'canceled') as canceled,
-       count(*) filter (where state not in ('done', 'dead', 'canceled')) as other,
-       avg(attempts)::float8 as avg_attempts
-  from brooq.jobs
- where id = any(%s::bigint[])
- group by topic
- order by topic
-"""
-
-# How long after enqueue the delayed jobs finished at the earliest, and by which
-# rank (in finishing order among the demo.email jobs) the last priority job was done.
-DEMO_DELAYED_AND_VIP: LiteralString = """
-with email as (
-    select id, rank() over (order by updated_at, id) as rank
-      from brooq.jobs
-     where id = any(%(ids)s::bigint[]) and topic = 'demo.email' and state = 'done'
-)
-select (select extract(epoch from min(updated_at - created_at))::float8
-          from brooq.jobs where id = any(%(delayed)s::bigint[]) and state = 'done') as delayed_after,
-       (select max(rank) from email where id = any(%(vip)s::bigint[])) as vip_rank,
-       (select count(*) from email) as email_done
-"""
-
-# The busy phase: jobs ready at once (not the delayed ones, not the long one), from
-# the worker's start to the last one's end, on the database's clock.
-DEMO_BUSY: LiteralString = """
-select count(*) as jobs, sum(attempts) as attempts,
-       extract(epoch from max(updated_at) - %(start)s::timestamptz)::float8 as seconds
-  from brooq.jobs
- where id = any(%(ids)s::bigint[]) and state in ('done', 'dead')
-"""

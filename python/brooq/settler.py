@@ -21,7 +21,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import psycopg
@@ -29,7 +29,7 @@ from psycopg.rows import scalar_row
 from psycopg.types.json import Jsonb
 
 from brooq import queries
-from brooq.attempt import Attempt, Pending
+from brooq.attempt import Attempt
 from brooq.counters import Counters
 from brooq.errors import FATAL_SQLSTATES, PRODUCER, WORKER, refused, translate, who
 from brooq.job import Chained, Job
@@ -55,6 +55,17 @@ class Settled(NamedTuple):
 
     id: int
     state: str | None
+
+
+class Pending:
+    """An attempt's outcome waiting in the outbox (and, for done, the jobs it chained)."""
+
+    __slots__ = ("attempt", "chained", "outcome")
+
+    def __init__(self, attempt: Attempt, outcome: Outcome, chained: Sequence[Chained]) -> None:
+        self.attempt = attempt
+        self.outcome = outcome
+        self.chained = chained
 
 
 def _identity(text: Any) -> str:
@@ -104,19 +115,6 @@ class Settler:
         for p in batch:
             p.attempt.settling = True
         return batch
-
-    def settle(self, conn: Conn) -> None:
-        """Settle every outcome in the outbox on ``conn``, now."""
-        batch = self.take()
-        states: dict[int, str | None] = {}
-        try:
-            self.write(conn, batch, states)
-        finally:
-            written, unwritten = answered(batch, states)
-            self._outbox[:0] = unwritten
-            for p in self._outbox:
-                p.attempt.settling = False
-            self.settled(written, states)
 
     def write(self, conn: Conn, batch: list[Pending], states: dict[int, str | None]) -> None:
         """Write ``batch``'s outcomes; each job's answer goes into ``states`` as soon as it is

@@ -8,7 +8,7 @@ has imported it, so one look at ``sys.modules`` per enqueue or attempt decides, 
 a worker without it imports nothing and makes no span.
 
 The trace context travels in the job, beside the payload (the payload is the
-producer's, invariant 5): the enqueue span's W3C ``traceparent`` (and ``tracestate``)
+producer's: invariant 5, docs/architecture.md): the enqueue span's W3C ``traceparent`` (and ``tracestate``)
 goes into ``brooq.job.trace_context``, claim hands it back, and each attempt's span
 is a child of the enqueue span, in the same trace. Only the W3C trace context is
 carried, whatever the application's global propagator: not baggage.
@@ -25,77 +25,26 @@ Spans (OpenTelemetry's messaging conventions; ``messaging.system`` is "brooq"):
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from brooq.job import Job
+from brooq.otel import Api, api, tracer
 from brooq.outcome import Outcome, of_return
 from brooq.signals import HandlerSignal
 
-if TYPE_CHECKING:
-    from brooq.job import Job
+__all__ = ["attempt", "attempt_async", "send", "send_async", "tracer"]
 
 T = TypeVar("T")
 
 SYSTEM = "brooq"
-_TRACER_NAME = "brooq"
 
 
-class _Api:
-    """The opentelemetry names brooq uses, resolved once the application imported it."""
-
-    def __init__(self) -> None:
-        from opentelemetry import trace
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-        self.trace = trace
-        self.propagator = TraceContextTextMapPropagator()
-        self.unset = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
-        self.provider: Any = None
-        self.tracer: Any = None
-
-    def get_tracer(self) -> Any:
-        provider = self.trace.get_tracer_provider()
-        if isinstance(provider, self.unset):
-            return None  # opentelemetry imported, no provider configured: no spans
-        if provider is not self.provider:
-            from brooq._version import __version__
-
-            self.tracer = provider.get_tracer(_TRACER_NAME, __version__)
-            self.provider = provider
-        return self.tracer
-
-
-_api: _Api | None = None
-
-
-def _resolve() -> _Api | None:
-    global _api
-    if _api is None:
-        if "opentelemetry.trace" not in sys.modules:
-            return None  # never imported by the application: no tracing, no import
-        try:
-            _api = _Api()
-        except ImportError:  # a partial install: behave as without it
-            return None
-    return _api
-
-
-def tracer() -> Any:
-    """The tracer when tracing is on (see the module's doc), else None."""
-    api = _api if _api is not None else _resolve()
-    return None if api is None else api.get_tracer()
-
-
-def current_context() -> dict[str, str] | None:
-    """The current span's W3C trace context (traceparent, tracestate), or None: what a
-    chained job carries (Job.chain, called in the attempt's span)."""
-    api = _api if _api is not None else _resolve()
-    if api is None or api.get_tracer() is None:
-        return None
-    carrier: dict[str, str] = {}
-    api.propagator.inject(carrier)
-    return carrier or None
+def _resolved() -> Api:
+    """The opentelemetry names, once tracer() found a tracer."""
+    found = api()
+    assert found is not None
+    return found
 
 
 def _send_attributes(topic: str, operation: str, count: int | None) -> dict[str, Any]:
@@ -117,11 +66,11 @@ def send(topic: str, operation: str, count: int | None,
     t = tracer()
     if t is None:
         return call(None)
-    assert _api is not None
-    with t.start_as_current_span(f"{operation} {topic}", kind=_api.trace.SpanKind.PRODUCER,
+    otel = _resolved()
+    with t.start_as_current_span(f"{operation} {topic}", kind=otel.trace.SpanKind.PRODUCER,
                                  attributes=_send_attributes(topic, operation, count)) as span:
         carrier: dict[str, str] = {}
-        _api.propagator.inject(carrier)
+        otel.propagator.inject(carrier)
         result = call(carrier)
         _sent(span, result)
         return result
@@ -133,11 +82,11 @@ async def send_async(topic: str, operation: str, count: int | None,
     t = tracer()
     if t is None:
         return await call(None)
-    assert _api is not None
-    with t.start_as_current_span(f"{operation} {topic}", kind=_api.trace.SpanKind.PRODUCER,
+    otel = _resolved()
+    with t.start_as_current_span(f"{operation} {topic}", kind=otel.trace.SpanKind.PRODUCER,
                                  attributes=_send_attributes(topic, operation, count)) as span:
         carrier: dict[str, str] = {}
-        _api.propagator.inject(carrier)
+        otel.propagator.inject(carrier)
         result = await call(carrier)
         _sent(span, result)
         return result
@@ -153,12 +102,12 @@ def _sent(span: Any, result: Any) -> None:
 
 
 def _start_process(t: Any, job: Job) -> Any:
-    assert _api is not None
+    otel = _resolved()
     parent = None
     if job.trace_context:
-        parent = _api.propagator.extract(carrier=_carrier(job.trace_context))
+        parent = otel.propagator.extract(carrier=_carrier(job.trace_context))
     return t.start_as_current_span(
-        f"process {job.topic}", context=parent, kind=_api.trace.SpanKind.CONSUMER,
+        f"process {job.topic}", context=parent, kind=otel.trace.SpanKind.CONSUMER,
         record_exception=False, set_status_on_exception=False,
         attributes={
             "messaging.system": SYSTEM,
@@ -179,7 +128,7 @@ def _carrier(value: Any) -> Mapping[str, str]:
 
 
 def _ended(span: Any, job: Job, outcome: Outcome, exc: BaseException | None) -> None:
-    assert _api is not None
+    otel = _resolved()
     name = outcome.outcome
     error = outcome.error
     stopped = job.canceled.reason if job.is_canceled() else None
@@ -191,7 +140,7 @@ def _ended(span: Any, job: Job, outcome: Outcome, exc: BaseException | None) -> 
     if exc is not None and not isinstance(exc, HandlerSignal):
         span.record_exception(exc)
     if name == "failed":
-        span.set_status(_api.trace.Status(_api.trace.StatusCode.ERROR, error))
+        span.set_status(otel.trace.Status(otel.trace.StatusCode.ERROR, error))
 
 
 def attempt(t: Any, job: Job, fn: Callable[[Job], Any],

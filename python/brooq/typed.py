@@ -25,7 +25,6 @@ import types
 import typing
 from collections.abc import Callable
 from typing import (
-    TYPE_CHECKING,
     Any,
     Literal,
     Union,
@@ -35,12 +34,10 @@ from typing import (
     is_typeddict,
 )
 
-if TYPE_CHECKING:  # brooq.outcome imports this module, and brooq.job imports brooq.outcome's
-    from brooq.job import Job
+from brooq.job import Job
+from brooq.payload import PayloadMismatch
 
-
-class PayloadMismatch(ValueError):
-    """The payload does not fit the type the handler declares: never retried to success."""
+__all__ = ["PayloadMismatch", "decoder_of", "typed", "with_payload"]
 
 
 def _is_pydantic(tp: Any) -> bool:
@@ -69,8 +66,6 @@ def decoder_of(fn: Callable[..., Any]) -> Callable[[Any], Any] | None:
         hints = get_type_hints(fn)
     except Exception:  # noqa: BLE001 (an annotation that does not resolve: no decoding)
         hints = {}
-    from brooq.job import Job
-
     tp = hints.get(positional[1].name, Any)
     if tp is Job or not typed(tp):
         return _as_is

@@ -25,8 +25,7 @@ from brooq import queries
 from brooq.errors import mapped
 from brooq.payload import guard_jsonb
 from brooq.producer import JobFate, decoded
-
-TERMINAL = frozenset({"done", "dead", "canceled"})
+from brooq.states import TERMINAL
 
 
 def _seconds(timeout: float | timedelta) -> float:

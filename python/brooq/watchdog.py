@@ -36,7 +36,6 @@ class Watchdog:
         self.name = name
         self.limit = limit
         self.period = period
-        self.cuts = 0
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._since = 0.0
@@ -66,7 +65,6 @@ class Watchdog:
             if conn is None or now - self._since <= self.limit:
                 return False
             self._conn = None  # cut once
-            self.cuts += 1
             with contextlib.suppress(Exception):  # already closed: nothing to cut
                 fd = conn.pgconn.socket
                 with socket.socket(fileno=os.dup(fd)) as s:

@@ -19,11 +19,12 @@ started_after_cancel   an execution that started more than ``cancel_bound`` seco
 unexpected_dead        a dead job that was not planned to fail every time, or that
                        died before its last attempt, unless it is a poison pill: made
                        dead by the reap that was its max_lease_losses-th lease loss in
-                       a row (invariant 7, amended)
+                       a row (invariant 7, docs/architecture.md)
 attempts_mismatch      attempts that disagree with the executions or the claims: an
                        execution whose (lease token, attempt) matches no claim, a row
                        whose attempts differ from its claims minus preserves
-illegal_transition     a change of state that SPEC.md section 3 does not allow (out of
+illegal_transition     a change of state that the state machine does not allow
+                       (docs/architecture.md, States and transitions: out of
                        a terminal state, a claim that keeps the token, a job reaped
                        max_lease_losses times in a row and not made dead...)
 live_row_deleted       a row deleted while pending, failed or processing (purge)
@@ -91,7 +92,7 @@ class _Claim:
     token: int
     attempts: int
     at: float
-    index: int  # the job's claims in order (tokens are random, SPEC.md section 9)
+    index: int  # the job's claims in order (tokens are random: docs/architecture.md, Leases)
     end_kind: str | None = None  # reap, cancel, settle:<state>, deleted; None: still held
     end_at: float = math.inf
 
@@ -304,7 +305,7 @@ def _check_cancels(history: History, by_job: dict[int, list[Execution]], bound: 
                    report: Report) -> None:
     """A handler may start at most ``bound`` after a cancel committed, not counting the
     time its process was paused (SIGSTOP) meanwhile: a worker starts a prefetched job
-    only on a lease confirmed at most brooq.worker.START_CONFIRM earlier, and a pause
+    only on a lease confirmed at most brooq.runner.START_CONFIRM earlier, and a pause
     between that check and the handler's first line delays the start by itself."""
     after: list[float] = []
     for c in history.cancels:

@@ -49,8 +49,8 @@ from typing import Any
 
 import brooq
 import psycopg
+from brooq.runner import START_CONFIRM
 from brooq.tools.deploy import deploy
-from brooq.worker import START_CONFIRM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

@@ -118,7 +118,7 @@ select throws_ok($$ select brooq.declare_topic('t.decl', max_lease_losses => 0) 
     'invalid max_lease_losses 0 for topic "t.decl"', 'max_lease_losses 0 is 22023');
 select throws_ok($$ select brooq.declare_topic('t.decl', max_lease_losses => 1001) $$, '22023',
     'invalid max_lease_losses 1001 for topic "t.decl"', 'max_lease_losses over 1000 is 22023');
--- the flow limits (issue 14; their effect on claim: tests/pgtap/flow.sql)
+-- the flow limits (their effect on claim: tests/pgtap/flow.sql)
 select results_eq($$ select max_in_flight, rate, per from brooq.declare_topic('t.flow') $$,
     $$ values (null::int, null::int, null::interval) $$, 'no flow limit by default');
 select results_eq($$ select max_in_flight, rate, per from brooq.declare_topic('t.flow', max_in_flight => 1, rate => 5) $$,

@@ -1,4 +1,4 @@
--- Flow control in brooq.claim (issue 14): max_in_flight (limit 1, a limit that
+-- Flow control in brooq.claim: max_in_flight (limit 1, a limit that
 -- binds and one that does not, several topics, settle/reap/cancel freeing a slot,
 -- the limit changed while jobs are in flight), rate per per (the sliding window,
 -- its edge, a claim batch cut at the rate), and what brooq.topic_stats shows. The races and the isolation level

@@ -1,4 +1,4 @@
--- Ordered groups (issue 14): enqueue(..., group_key) and enqueue_many(..., group_keys);
+-- Ordered groups: enqueue(..., group_key) and enqueue_many(..., group_keys);
 -- claim takes only the first active job of a group, so a group runs one job at a
 -- time, in enqueue order; what holds a group (pending, failed waiting for a retry,
 -- processing, an expired lease) and what frees it (done, dead, canceled, a reap to

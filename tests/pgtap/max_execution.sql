@@ -1,4 +1,4 @@
--- max_execution (issue 12): a job's time across all its attempts, from its first
+-- max_execution: a job's time across all its attempts, from its first
 -- claim. declare_topic's validation; claim (first_claimed_at kept, the lease bounded
 -- by the deadline, execution_deadline and execution_left, a job already past it);
 -- heartbeat (never past the deadline, not renewed once it has come); reap (a lease

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(243);
+select plan(257);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -22,6 +22,8 @@ select isnt_member_of('brooq_producer', array['brooq_worker'], 'brooq_worker is 
 create temp table matrix (routine regprocedure, producer boolean, worker boolean, admin boolean) on commit drop;
 insert into matrix values
     ('brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)', false, false, true),
+    ('brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[])', false, false, true),
+    ('brooq._write_topic(brooq.topic)', false, false, false),
     ('brooq.pause_topic(text)', false, false, true),
     ('brooq.resume_topic(text)', false, false, true),
     ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb)', true, false, true),
@@ -84,6 +86,9 @@ select table_privs_are('brooq', 'topic_stats', 'brooq_admin', array['SELECT'], '
 select table_privs_are('brooq', 'topic_stats', 'brooq_producer', array[]::text[], 'brooq_producer may not read topic_stats');
 select table_privs_are('brooq', 'in_flight', 'brooq_producer', array[]::text[], 'brooq_producer may not read in_flight');
 select table_privs_are('brooq', 'retention_stats', 'brooq_worker', array['SELECT'], 'brooq_worker may only read retention_stats');
+select table_privs_are('brooq', 'topics', 'brooq_worker', array['SELECT'], 'brooq_worker may only read topics');
+select table_privs_are('brooq', 'topics', 'brooq_admin', array['SELECT'], 'brooq_admin may only read topics');
+select table_privs_are('brooq', 'topics', 'brooq_producer', array[]::text[], 'brooq_producer may not read topics');
 select table_privs_are('brooq', 'retention_stats', 'brooq_producer', array[]::text[], 'brooq_producer may not read retention_stats');
 select is((select count(*)::int from pg_class c, aclexplode(c.relacl) a
             where c.relnamespace = 'brooq'::regnamespace and a.grantee = 0), 0, 'PUBLIC has no privilege on any brooq relation');
@@ -185,6 +190,10 @@ select ok(brooq.cancel(:aj), 'admin: cancel');
 select lives_ok($$ select brooq.reap() $$, 'admin: reap');
 select lives_ok($$ select brooq.purge() $$, 'admin: purge');
 select lives_ok($$ select * from brooq.topic_stats $$, 'admin: read topic_stats');
+select lives_ok($$ select brooq.alter_topic('t.priv.admin', max_attempts => 3) $$, 'admin: alter_topic');
+select is((select max_attempts from brooq.topics where name = 't.priv.admin'), 3, 'admin: read a topic''s settings in brooq.topics');
+select throws_ok($$ select brooq._write_topic(null::brooq.topic) $$, '42501', 'permission denied for function _write_topic',
+    'admin: no private _write_topic');
 select throws_ok($$ select * from brooq.job $$, '42501', 'permission denied for table job', 'admin: no select on job');
 select throws_ok($$ insert into brooq.job (topic, payload, max_attempts, available_at, created_at, updated_at)
                     values ('t.priv', '{}', 1, now(), now(), now()) $$, '42501', 'permission denied for table job',

@@ -1,4 +1,4 @@
--- The W3C trace context a job carries beside its payload (issue 13): enqueue and
+-- The W3C trace context a job carries beside its payload: enqueue and
 -- enqueue_many store it in brooq.job.trace_context (checked by brooq._trace_context),
 -- claim hands it back; a bad one is refused with 22023 and nothing is written.
 begin;
@@ -40,7 +40,7 @@ select array_agg(id) as m2 from brooq.enqueue_many('t.trace', array['{"m": 3}', 
 select is((select count(*) from brooq.job where id = any(:'m2') and trace_context = :'ctx'::jsonb), 2::bigint,
     'enqueue_many with keys gives every job the trace context');
 
--- The W3C trace context a job carries beside its payload (issue 13): enqueue and
+-- The W3C trace context a job carries beside its payload: enqueue and
 -- enqueue_many store it in brooq.job.trace_context (checked by brooq._trace_context),
 -- claim hands it back ---------------------------------------------------------------
 

@@ -23,13 +23,17 @@ import psycopg
 import psycopg.errors
 from psycopg.rows import class_row, scalar_row
 
-from brooq import config, producer, queries
+from brooq import config, producer, queries, settings
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
 from brooq.messages import _, _n
 from brooq.payload import jsonb
-from brooq.producer import HELD_BY, STATES, JobFate, TopicStats
+from brooq.producer import JobFate
 from brooq.redact import one_line, remember
+from brooq.rows import TopicStats
+from brooq.settings import Topic
+from brooq.states import HELD_BY, STATES, TERMINAL, WAITING
+from brooq.tools import queries as tool_queries
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
 if TYPE_CHECKING:
@@ -118,7 +122,7 @@ def format_fate(fate: JobFate) -> str:
         parts.append(f"last_error={json.dumps(' '.join(fate.last_error.split())[:300])}")
     parts.append(f"created={format_time(fate.created_at)}")
     parts.append(f"updated={format_time(fate.updated_at)}")
-    if fate.state in ("pending", "failed"):
+    if fate.state in WAITING:
         parts.append(f"available={format_time(fate.available_at)}")
     if fate.locked_by:
         parts.append(f"locked_by={fate.locked_by} until={format_time(fate.locked_until)}")
@@ -236,12 +240,8 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-WAITING = ["pending", "failed"]  # what `brooq flush` deletes; --completed: the terminal states
-COMPLETED = ["done", "dead", "canceled"]
-
-
 def cmd_flush(args: argparse.Namespace, out: TextIO) -> int:
-    states = COMPLETED if args.completed else WAITING
+    states = list(TERMINAL if args.completed else WAITING)  # --completed: the terminal states
     what = "completed" if args.completed else "waiting"
     with connect(args) as conn, mapped(ADMIN, conn):
         cur = conn.cursor(row_factory=scalar_row)
@@ -339,39 +339,80 @@ def cmd_health(args: argparse.Namespace, out: TextIO) -> int:
     return HEALTH_FAIL if "fail" in statuses else HEALTH_WARN if "warn" in statuses else 0
 
 
-@dataclass(frozen=True)
-class TopicSettings:
-    """A topic's settings as stored (queries.TOPIC_SETTINGS)."""
+# --- topics: declare-topic, alter-topic, topic ------------------------------------
 
-    max_attempts: int
-    backoff_base: timedelta
-    backoff_max: timedelta
-    retention: timedelta
-    max_payload_bytes: int
-    notify: bool
-    paused: bool
+class Clear:
+    """The value `none` of a setting that may be none (no limit): alter-topic clears it."""
+
+    def __repr__(self) -> str:
+        return "none"
+
+
+CLEAR = Clear()
+
+
+def setting_text(value: Any) -> str:
+    """A setting's value as the options take it: 30s, on, none."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, timedelta):
+        return format_setting(value)
+    return str(value)
+
+
+def format_settings(topic: Topic) -> str:
+    """Every setting of a topic on one line: max_attempts=5 backoff_base=1s ... (paused)."""
+    text = " ".join(f"{name}={setting_text(getattr(topic.settings, name))}" for name in settings.NAMES)
+    return text + (_("cli.paused_mark") if topic.paused else "")
+
+
+def given_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on the command line (CLEAR: `none`)."""
+    return {name: getattr(args, name) for name in settings.NAMES if getattr(args, name) is not None}
 
 
 def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
-    settings: dict[str, Any] = {"max_attempts": args.max_attempts, "notify": args.notify}
-    for name in ("backoff_base", "backoff_max", "retention", "max_payload_bytes", "max_execution"):
-        if getattr(args, name) is not None:
-            settings[name] = getattr(args, name)
+    given: dict[str, Any] = {name: None if value is CLEAR else value
+                             for name, value in given_settings(args).items()}
     with connect(args) as conn:
-        producer.declare_topic(conn, args.name, **settings)
-        try:
-            t = conn.cursor(row_factory=class_row(TopicSettings)).execute(
-                queries.TOPIC_SETTINGS, [args.name]).fetchone()
-        except psycopg.errors.InsufficientPrivilege:
-            t = None
-    if t is None:  # brooq.topic is private: a role that may not read it gets less detail
-        out.write(_("cli.declared", topic=args.name) + "\n")
+        topic = producer.declare_topic_settings(conn, args.name, settings.TopicSettings(**given))
+    out.write(_("cli.declared_settings", topic=args.name, settings=format_settings(topic)) + "\n")
+    return 0
+
+
+def cmd_alter_topic(args: argparse.Namespace, out: TextIO) -> int:
+    given = given_settings(args)
+    if not given:
+        raise UsageError(_("cli.alter_nothing"))
+    params: dict[str, Any] = {"name": args.name}
+    params.update({name: None if given.get(name) is CLEAR else given.get(name) for name in settings.NAMES})
+    params["clear"] = [name for name, value in given.items() if value is CLEAR]
+    with connect(args) as conn, mapped(ADMIN, conn):
+        topic = conn.cursor(row_factory=settings.topic_row).execute(queries.ALTER_TOPIC, params).fetchone()
+    assert topic is not None  # brooq.alter_topic returns one row or raises
+    out.write(_("cli.altered_settings", topic=args.name, settings=format_settings(topic)) + "\n")
+    return 0
+
+
+def cmd_topic(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn, mapped(WORKER, conn):
+        topic = conn.cursor(row_factory=settings.topic_row).execute(queries.TOPIC, [args.name]).fetchone()
+    if topic is None:
+        raise Failure(_("cli.no_such_topic", topic=args.name[:200]))
+    if args.json:
+        write_json(out, {"name": topic.name,
+                         **{n: json_value(v) for n, v in settings.parameters(topic.settings).items()},
+                         "paused": topic.paused, "created_at": json_value(topic.created_at),
+                         "updated_at": json_value(topic.updated_at)})
         return 0
-    out.write(_("cli.declared_settings", topic=args.name, max_attempts=t.max_attempts,
-                backoff_base=format_setting(t.backoff_base),
-                backoff_max=format_setting(t.backoff_max), retention=format_setting(t.retention),
-                max_payload_bytes=t.max_payload_bytes, notify="on" if t.notify else "off",
-                paused=_("cli.paused_mark") if t.paused else "") + "\n")
+    table = [[f.name, setting_text(getattr(topic.settings, f.name)), setting_text(f.default)]
+             for f in settings.SETTINGS]
+    out.write(_("cli.topic_heading", topic=topic.name,
+                paused=_("cli.yes") if topic.paused else _("cli.no"),
+                created=format_time(topic.created_at), updated=format_time(topic.updated_at)) + "\n")
+    out.write(format_table(headings("setting", "value", "default"), table) + "\n")
     return 0
 
 
@@ -532,7 +573,7 @@ def cmd_dashboard(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError as exc:
         raise UsageError(_("cli.bad_allowed_host", error=exc)) from None
     with connect(args) as conn:  # a wrong DSN fails now, in one line, not on the first page
-        conn.execute(queries.DASHBOARD_PING)
+        conn.execute(tool_queries.DASHBOARD_PING)
     try:
         dashboard.serve(dsn, token, host, port, allowed)
     except OSError as exc:
@@ -621,6 +662,42 @@ def add_setting_options(p: argparse.ArgumentParser) -> None:
                        metavar=f.name.upper(),
                        help=_("help.worker.setting", doc=f.metadata["doc"],
                               default=config.shown_default(f), variable=config.variables(f)[0]))
+
+
+def topic_setting_type(f: Field[Any]) -> Callable[[str], Any]:
+    """A topic setting's parser as an argparse type: a whole number, or a duration as
+    --lease takes it (30s, 1m30s); `none` for a setting that may be none (no limit).
+    The database checks the range."""
+    kind, nullable = settings.kind(f), settings.nullable(f)
+
+    def parse_option(text: str) -> Any:
+        if nullable and text.strip().lower() == "none":
+            return CLEAR
+        if kind is timedelta:
+            return parse_duration(text)
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(_("cli.invalid_number", text=text)) from None
+
+    return parse_option
+
+
+def add_topic_options(p: argparse.ArgumentParser, *, declare: bool) -> None:
+    """--<setting> for every field of brooq.TopicSettings; --x/--no-x for a boolean.
+    declare-topic: a setting not given takes its default; alter-topic: it is left as is."""
+    for f in settings.SETTINGS:
+        option = f"--{f.name.replace('_', '-')}"
+        doc = _("help.topic." + f.name)
+        if declare:
+            key = "help.topic.setting_or_none" if settings.nullable(f) else "help.topic.setting"
+            text = _(key, doc=doc, default=setting_text(f.default))
+        else:
+            text = _("help.alter_topic.setting_or_none", doc=doc) if settings.nullable(f) else doc
+        if settings.kind(f) is bool:
+            p.add_argument(option, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        else:
+            p.add_argument(option, dest=f.name, type=topic_setting_type(f), metavar=f.name.upper(), help=text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -716,18 +793,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help=_("help.flush.yes"))
     p.set_defaults(func=cmd_flush, parser=p)
 
-    p = sub.add_parser("declare-topic", parents=[dsn], help=_("help.declare_topic"))
+    p = sub.add_parser("declare-topic", parents=[dsn], help=_("help.declare_topic"),
+                       description=_("help.declare_topic.description"))
     p.add_argument("name")
-    p.add_argument("--max-attempts", type=positive_int, default=5, help=_("help.declare_topic.max_attempts"))
-    p.add_argument("--backoff-base", type=parse_duration, help=_("help.declare_topic.backoff_base"))
-    p.add_argument("--backoff-max", type=parse_duration, help=_("help.declare_topic.backoff_max"))
-    p.add_argument("--retention", type=parse_duration, help=_("help.declare_topic.retention"))
-    p.add_argument("--max-payload-bytes", type=positive_int, help=_("help.declare_topic.max_payload_bytes"))
-    p.add_argument("--max-execution", type=parse_duration,
-                   help=_("help.declare_topic.max_execution"))
-    p.add_argument("--no-notify", dest="notify", action="store_false",
-                   help=_("help.declare_topic.no_notify"))
+    add_topic_options(p, declare=True)
     p.set_defaults(func=cmd_declare_topic, parser=p)
+
+    p = sub.add_parser("alter-topic", parents=[dsn], help=_("help.alter_topic"))
+    p.add_argument("name")
+    add_topic_options(p, declare=False)
+    p.set_defaults(func=cmd_alter_topic, parser=p)
+
+    p = sub.add_parser("topic", parents=[dsn, as_json], help=_("help.topic"))
+    p.add_argument("name")
+    p.set_defaults(func=cmd_topic, parser=p)
 
     for name, text in (("pause", _("help.pause")), ("resume", _("help.resume"))):
         p = sub.add_parser(name, parents=[dsn], help=text)

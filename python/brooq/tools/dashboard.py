@@ -45,9 +45,11 @@ from psycopg.rows import class_row
 from brooq import config, producer, queries
 from brooq.errors import ADMIN, BrooqError, PermissionDenied, mapped
 from brooq.messages import _
-from brooq.producer import TopicStats
 from brooq.redact import one_line
+from brooq.rows import TopicStats
 from brooq.tools import dashboard_html as html
+from brooq.tools import queries as tool_queries
+from brooq.tools.dashboard_html import InFlight, Job, JobLine
 
 try:
     from starlette.applications import Starlette
@@ -73,61 +75,8 @@ FLASH = ("canceled", "not-canceled", "retried", "not-retried", "paused", "not-pa
          "resumed", "not-resumed", "login", "logout")
 
 
-class InFlight(NamedTuple):
-    """One row of queries.DASHBOARD_IN_FLIGHT."""
-
-    id: int
-    topic: str
-    attempts: int
-    max_attempts: int
-    locked_by: str
-    claimed_at: Any
-    running_for: Any
-    lease_left: Any
-    expired: bool
-    progress: str | None  # the reported progress as JSON text, its first 200 characters
-
-
-class JobLine(NamedTuple):
-    """One row of queries.DASHBOARD_JOBS: a job of the dead and failed list."""
-
-    id: int
-    topic: str
-    state: str
-    attempts: int
-    max_attempts: int
-    updated_at: datetime
-    last_error: str | None
-
-
-class Job(NamedTuple):
-    """One row of queries.DASHBOARD_JOB: a job's page. Payload, result and progress are
-    the stored JSON text, cut at dashboard_html.MAX_SHOWN characters, each with its whole
-    length (None: no value)."""
-
-    id: int
-    topic: str
-    state: str
-    attempts: int
-    max_attempts: int
-    priority: int
-    last_error: str | None
-    key: str | None
-    available_at: datetime
-    created_at: datetime
-    updated_at: datetime
-    locked_by: str | None
-    locked_until: datetime | None
-    payload: str
-    payload_length: int
-    result: str | None
-    result_length: int | None
-    progress: str | None
-    progress_length: int | None
-
-
 class Throughput(NamedTuple):
-    """One row of queries.DASHBOARD_THROUGHPUT: finished jobs of a topic in one minute."""
+    """One row of tool_queries.DASHBOARD_THROUGHPUT: finished jobs of a topic in one minute."""
 
     topic: str
     minute: datetime
@@ -151,7 +100,7 @@ class MinuteCounts:
     def read(self, conn: psycopg.Connection[Any], topics: Sequence[str]
              ) -> dict[str, list[tuple[int, int]]]:
         """Each topic's (done, dead) per minute over the last MINUTES, oldest first."""
-        now: datetime = conn.execute(queries.DASHBOARD_CLOCK).fetchone()[0]  # type: ignore[index]
+        now: datetime = conn.execute(tool_queries.DASHBOARD_CLOCK).fetchone()[0]  # type: ignore[index]
         current = now.replace(second=0, microsecond=0)
         window = [current - (MINUTES - 1 - i) * MINUTE for i in range(MINUTES)]
         with self._lock:
@@ -159,7 +108,7 @@ class MinuteCounts:
                     for t in topics}
         sinces = [next((m for m in window if m not in kept[t]), current) for t in topics]
         rows = conn.cursor(row_factory=class_row(Throughput)).execute(
-            queries.DASHBOARD_THROUGHPUT, {"topics": list(topics), "sinces": sinces}).fetchall()
+            tool_queries.DASHBOARD_THROUGHPUT, {"topics": list(topics), "sinces": sinces}).fetchall()
         read: dict[str, dict[datetime, tuple[int, int]]] = {t: {} for t in topics}
         for r in rows:
             read[r.topic][r.minute] = (r.done, r.dead)
@@ -395,20 +344,20 @@ class Database:
     def in_flight(self) -> list[InFlight]:
         with self.connect() as conn:
             return conn.cursor(row_factory=class_row(InFlight)).execute(
-                queries.DASHBOARD_IN_FLIGHT, [LIST_LIMIT]).fetchall()
+                tool_queries.DASHBOARD_IN_FLIGHT, [LIST_LIMIT]).fetchall()
 
     def jobs(self, topic: str | None, states: Sequence[str]) -> tuple[list[JobLine], list[str]]:
         with self.connect() as conn:
             topics = [s.topic for s in producer.topic_stats(conn)]
             jobs = conn.cursor(row_factory=class_row(JobLine)).execute(
-                queries.DASHBOARD_JOBS,
+                tool_queries.DASHBOARD_JOBS,
                 {"topic": topic, "states": list(states), "limit": LIST_LIMIT}).fetchall()
         return jobs, topics
 
     def job(self, job_id: int) -> Job | None:
         with self.connect() as conn:
             return conn.cursor(row_factory=class_row(Job)).execute(
-                queries.DASHBOARD_JOB, {"id": job_id, "shown": html.MAX_SHOWN}).fetchone()
+                tool_queries.DASHBOARD_JOB, {"id": job_id, "shown": html.MAX_SHOWN}).fetchone()
 
     def act(self, action: str, target: int | str) -> bool:
         """Run an action (needs brooq_admin): whether it changed anything."""
@@ -423,7 +372,7 @@ class Database:
 
     def ping(self) -> None:
         with self.connect() as conn:
-            conn.execute(queries.DASHBOARD_PING)
+            conn.execute(tool_queries.DASHBOARD_PING)
 
 
 # --- the application ----------------------------------------------------------------
@@ -439,8 +388,7 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 
-JOB_STATES = {"dead": ["dead"], "failed": ["failed"], "canceled": ["canceled"],
-              "": ["dead", "failed"]}
+JOB_STATES: dict[str, list[str]] = {"": list(html.LISTED_BY_DEFAULT), **{s: [s] for s in html.LISTED}}
 
 
 def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:

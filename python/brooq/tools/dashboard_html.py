@@ -13,16 +13,71 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from brooq.messages import _, language_tag, template
-from brooq.producer import TopicStats
+from brooq.rows import TopicStats
+from brooq.states import CANCELABLE, REDRIVABLE, WAITING, JobState
 from brooq.tools.text import format_duration
 
-if TYPE_CHECKING:
-    from brooq.tools.dashboard import InFlight, Job, JobLine
-
 MAX_SHOWN = 65536  # characters of a payload, result or error on a page
+
+# The states the list of jobs filters on; without a filter it shows the dead and failed.
+LISTED: tuple[JobState, ...] = ("dead", "failed", "canceled")
+LISTED_BY_DEFAULT: tuple[JobState, ...] = ("dead", "failed")
+
+
+class InFlight(NamedTuple):
+    """One row of tool_queries.DASHBOARD_IN_FLIGHT."""
+
+    id: int
+    topic: str
+    attempts: int
+    max_attempts: int
+    locked_by: str
+    claimed_at: Any
+    running_for: Any
+    lease_left: Any
+    expired: bool
+    progress: str | None  # the reported progress as JSON text, its first 200 characters
+
+
+class JobLine(NamedTuple):
+    """One row of tool_queries.DASHBOARD_JOBS: a job of the dead and failed list."""
+
+    id: int
+    topic: str
+    state: str
+    attempts: int
+    max_attempts: int
+    updated_at: datetime
+    last_error: str | None
+
+
+class Job(NamedTuple):
+    """One row of tool_queries.DASHBOARD_JOB: a job's page. Payload, result and progress are
+    the stored JSON text, cut at MAX_SHOWN characters, each with its whole
+    length (None: no value)."""
+
+    id: int
+    topic: str
+    state: str
+    attempts: int
+    max_attempts: int
+    priority: int
+    last_error: str | None
+    key: str | None
+    available_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    locked_by: str | None
+    locked_until: datetime | None
+    payload: str
+    payload_length: int
+    result: str | None
+    result_length: int | None
+    progress: str | None
+    progress_length: int | None
 
 
 @dataclass(frozen=True)
@@ -257,8 +312,7 @@ def jobs(view: View, rows: Sequence[JobLine], topic_names: Iterable[str], topic:
         f'<option value="{esc(n)}"{" selected" if n == topic else ""}>{esc(n)}</option>'
         for n in topic_names]
     states = [f'<option value="{v}"{" selected" if v == state else ""}>{esc(label)}</option>'
-              for v, label in (("", _("dash.dead_and_failed")), ("dead", "dead"), ("failed", "failed"),
-                               ("canceled", "canceled"))]
+              for v, label in (("", _("dash.dead_and_failed")), *((s, s) for s in LISTED))]
     filters = (f'<form class="filters" method="get" action="/jobs">'
                f'<label>{t("dash.filter.topic")} <select name="topic" id="topic">{"".join(options)}</select></label>'
                f'<label>{t("dash.filter.state")} <select name="state" id="state">{"".join(states)}</select></label>'
@@ -267,7 +321,7 @@ def jobs(view: View, rows: Sequence[JobLine], topic_names: Iterable[str], topic:
         return page(view, title, filters + f'<p class="muted">{t("dash.no_job_matches")}</p>')
     body = []
     for j in rows:
-        act = (action(view, f"/jobs/{j.id}/retry", _("dash.redrive"), "go") if j.state in ("dead", "canceled")
+        act = (action(view, f"/jobs/{j.id}/retry", _("dash.redrive"), "go") if j.state in REDRIVABLE
                else action(view, f"/jobs/{j.id}/cancel", _("dash.cancel"), "danger"))
         body.append(f'<tr id="job-{j.id}"><td><a href="/jobs/{j.id}">{j.id}</a></td><td>{esc(j.topic)}</td>'
                     f'<td>{badge(j.state)}</td><td class="n">{j.attempts}/{j.max_attempts}</td>'
@@ -288,15 +342,15 @@ def job(view: View, j: Job) -> str:
             ("dash.fact.key", esc(j.key) if j.key is not None else "-"),
             ("dash.fact.created", when(j.created_at)),
             ("dash.fact.updated", when(j.updated_at))]
-    if j.state in ("pending", "failed"):
+    if j.state in WAITING:
         rows.append(("dash.fact.available", when(j.available_at)))
     if j.locked_by:
         rows += [("dash.fact.held_by", esc(j.locked_by)), ("dash.fact.lease_until", when(j.locked_until))]
     facts = "".join(f"<dt>{t(k)}</dt><dd>{v}</dd>" for k, v in rows)
     acts = []
-    if j.state in ("dead", "canceled"):
+    if j.state in REDRIVABLE:
         acts.append(action(view, f"/jobs/{j.id}/retry", _("dash.redrive"), "go", "retry"))
-    if j.state in ("pending", "failed", "processing"):
+    if j.state in CANCELABLE:
         acts.append(action(view, f"/jobs/{j.id}/cancel", _("dash.cancel"), "danger", "cancel"))
     actions = f'<div class="actions">{"".join(acts)}</div>' if any(acts) else ""
     parts = [f'<dl id="facts">{facts}</dl>', actions]

@@ -16,7 +16,6 @@ With --dsn it uses that database: its own topics (demo.*), and the jobs stay.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import random
 import shutil
@@ -27,18 +26,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any, LiteralString, Protocol, TextIO, TypeVar
+from typing import Any, LiteralString, TextIO, TypeVar
 
 import psycopg
 from psycopg.rows import class_row, scalar_row
 
 import brooq
-from brooq import queries
 from brooq.messages import _
 from brooq.snapshot import WorkerSnapshot
-from brooq.tools.deploy import DeployError, deploy, schema_root
-from brooq.tools.progress import Progress
+from brooq.states import CANCELABLE, TERMINAL
+from brooq.tools import queries
+from brooq.tools.cluster import Cluster, NoServer
+from brooq.tools.deploy import DeployError, deploy
+from brooq.tools.progress import Progress, settled
 from brooq.tools.text import describe, format_table
 
 H = TypeVar("H", bound=Callable[..., Any])
@@ -346,8 +346,7 @@ class Demo:
             busy_ids = [i for k in ("email", "flaky", "doomed", "vip") for i in self.plan_ids(k)]
             busy = conn.cursor(row_factory=class_row(Busy)).execute(
                 queries.DEMO_BUSY, {"ids": busy_ids, "start": self.started_at}).fetchone()
-        order = {s: i for i, s in enumerate(("done", "dead", "canceled", "failed", "pending",
-                                              "processing"))}
+        order: dict[str, int] = {s: i for i, s in enumerate((*TERMINAL, *CANCELABLE))}
         by_state.sort(key=lambda r: order.get(r.state, 99))
         self.out.write("\n" + _("demo.fate_title", count=len(ids)) + "\n")
         self.out.write(format_table(
@@ -355,9 +354,9 @@ class Demo:
              _("demo.col.example_error")],
             [[r.state, r.jobs, f"{r.avg_attempts:.2f}", _cut(r.last_error)] for r in by_state]) + "\n\n")
         self.out.write(format_table(
-            [_("col.topic"), _("demo.col.jobs"), "done", "dead", "canceled", _("demo.col.other"),
+            [_("col.topic"), _("demo.col.jobs"), *TERMINAL, _("demo.col.other"),
              _("demo.col.avg_attempts")],
-            [[r.topic, r.jobs, r.done, r.dead, r.canceled, r.other, f"{r.avg_attempts:.2f}"]
+            [[r.topic, r.jobs, *(getattr(r, s) for s in TERMINAL), r.other, f"{r.avg_attempts:.2f}"]
              for r in by_topic]) + "\n\n")
         if extra is not None:
             delayed_after, vip_rank, email_done = extra.delayed_after, extra.vip_rank, extra.email_done
@@ -367,9 +366,8 @@ class Demo:
             if vip_rank is not None:
                 self.out.write(_("demo.priority", count=len(self.plan_ids("vip")), rank=vip_rank,
                                  done=email_done) + "\n")
-        attempts = (snap.done + snap.failed + snap.retried + snap.dead + snap.canceled
-                    + snap.lease_lost)
-        finished = sum(r.jobs for r in by_state if r.state in ("done", "dead", "canceled"))
+        attempts = settled(snap)
+        finished = sum(r.jobs for r in by_state if r.state in TERMINAL)
         if busy is not None and busy.jobs and busy.seconds:
             jobs, busy_attempts, seconds = busy.jobs, int(busy.attempts or 0), busy.seconds
             self.out.write(_("demo.throughput", jobs=jobs, attempts=busy_attempts, seconds=seconds,
@@ -474,34 +472,12 @@ def prepare(dsn: str, out: TextIO) -> None:
                else _("demo.deployed_psql")) + "\n")
 
 
-class Cluster(Protocol):
-    """What the demo uses of tests/pgcluster.py's Cluster."""
-
-    port: int
-    root: Path
-
-    @property
-    def dsn(self) -> str: ...
-
-    def start(self) -> Any: ...
-
-    def stop(self) -> None: ...
-
-
 def throwaway_cluster() -> Cluster:
-    """A durable throwaway cluster, from the checkout's test infrastructure
-    (tests/pgcluster.py): the demo without --dsn runs from a brooq checkout, as
-    deploying the schema does."""
-    root = schema_root()
-    path = None if root is None else root / "tests" / "pgcluster.py"
-    if path is None or not path.is_file():
-        raise RuntimeError(_("demo.no_pgcluster"))
-    spec = importlib.util.spec_from_file_location("brooq_pgcluster", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    cluster: Cluster = module.Cluster(durable=True)
-    return cluster
+    """A durable throwaway cluster (brooq.tools.cluster), from the server binaries here."""
+    try:
+        return Cluster(durable=True)
+    except NoServer:
+        raise RuntimeError(_("demo.no_server")) from None
 
 
 def run_demo(dsn: str | None, *, jobs: int = 5000, timeout: float = 90.0,

@@ -21,10 +21,10 @@ from pathlib import Path
 import psycopg
 from psycopg.rows import class_row
 
-from brooq import queries
-from brooq.compat import schema_version
 from brooq.messages import _
 from brooq.redact import one_line
+from brooq.schema_check import schema_version
+from brooq.tools import queries
 
 # libpq connection parameters and the environment variables that carry them, so
 # that sqitch (Perl, DBD::Pg over libpq) connects exactly where psycopg would.

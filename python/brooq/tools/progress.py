@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Protocol, Self, TextIO
 
 from brooq.messages import _
+from brooq.states import SETTLED_COUNTS
 
 
-class Counters(Protocol):
+class Snapshot(Protocol):
     """What progress reads of a worker snapshot (brooq.WorkerSnapshot has all of it)."""
 
     @property
@@ -50,16 +51,16 @@ class Counters(Protocol):
     def stopping(self) -> bool: ...
 
 
-def settled(c: Counters) -> int:
+def settled(c: Snapshot) -> int:
     """Attempts that ended, whatever their outcome (a lost lease included)."""
-    return c.done + c.failed + c.retried + c.dead + c.canceled + c.lease_lost
+    return int(sum(getattr(c, count) for count in SETTLED_COUNTS)) + c.lease_lost
 
 
 @dataclass(frozen=True)
 class Reading:
     """One look at the counters, with the rates derived from the previous looks."""
 
-    counters: Counters
+    counters: Snapshot
     elapsed: float  # seconds since progress started
     rate: float  # settled attempts per second over the window
     peak: float  # highest rate seen so far
@@ -121,7 +122,7 @@ class Progress:
     garbling the live line.
     """
 
-    def __init__(self, snapshot: Callable[[], Counters], stream: TextIO | None = None, *,
+    def __init__(self, snapshot: Callable[[], Snapshot], stream: TextIO | None = None, *,
                  live: bool | None = None, refresh: float = 0.25, log_every: float = 5.0,
                  window: float = 3.0, prefix: str = "") -> None:
         self.snapshot = snapshot

@@ -1,6 +1,6 @@
 """Which schema a package works with: the rule the worker checks at start.
 
-The SQL API only grows (SPEC.md: argument lists grow with defaults, never shrink),
+The SQL API only grows (argument lists grow with defaults, never shrink),
 so a package works with the schema of its own release and with any later one of
 the same major version: upgrade the schema first, then the workers. A schema older
 than the package lacks what the package calls, and a worker refuses it at start.

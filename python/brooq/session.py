@@ -1,0 +1,189 @@
+"""The worker's session with the database: its connections, and what it checks and
+declares when a run first connects.
+
+The loop's connection is opened here, with the settings every worker connection
+gets (keepalives, the statement timeout, no prepared statements through a transaction
+pooler); the settling thread's and the listener's are opened with the same. The
+first connection of a run checks the schema version (brooq.schema_check), declares the
+registered topics and reads each topic's max_execution, refusing a handler whose
+timeout is longer. A connection lost later is reopened with exponential backoff:
+the loop decides when to try (``next_connect``), this says so once, then every
+REMIND_EVERY.
+
+Errors that retrying cannot help (a DSN that never connected, an older schema, a
+topic setting the database refuses, a missing right) are raised as BrooqError;
+a lost connection as the psycopg error it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+
+from brooq import queries
+from brooq._version import __version__
+from brooq.attempt import TopicHandler
+from brooq.config import WorkerConfig, format_duration
+from brooq.errors import WORKER, BrooqError, ConfigError, ConnectError, PermissionDenied, mapped
+from brooq.listener import RECONNECT_MAX, backoff
+from brooq.messages import _
+from brooq.payload import register_loaders
+from brooq.producer import declare_topic_settings
+from brooq.redact import one_line
+from brooq.schema_check import check_schema
+
+log = logging.getLogger("brooq.worker")
+
+Conn = psycopg.Connection[Any]
+
+REMIND_EVERY = 60.0  # seconds between "still no database connection" warnings
+CONNECT_HINT = ("check the DSN (brooq.Worker(dsn), --dsn or BROOQ_DSN): host, port, database "
+                "name, user and password, and that the server is up; a worker that has never "
+                "connected does not retry")
+
+
+def statement_timeout_ms(lease: timedelta) -> int:
+    """The statement_timeout of a worker's connections: half the lease, at least 1 s."""
+    return max(1000, int(lease.total_seconds() * 500))
+
+
+class Session:
+    """The loop's connection during one run, and how to open the worker's others."""
+
+    def __init__(self, name: str, config: WorkerConfig, handlers: Mapping[str, TopicHandler]) -> None:
+        self.name = name
+        self.config = config
+        self._handlers = handlers  # the worker's registration, read only
+        self.statement_timeout_ms = statement_timeout_ms(config.lease)
+        self.conn: Conn | None = None  # the loop's, while it is connected
+        # each topic's max_execution as the database holds it, read at the first connection
+        self.max_execution: dict[str, timedelta | None] = {}
+        self.next_connect = 0.0  # when to try again, after a lost connection (monotonic)
+        self._declared = False
+        self._failures = 0
+        self._connected_once = False  # before: a failure to connect is a configuration error
+        self._lost_at = 0.0  # when the connection was lost (monotonic), while it is
+        self._next_reminder = 0.0
+
+    def connect_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 10,
+                                  "keepalives": 1, "keepalives_idle": 10,
+                                  "keepalives_interval": 5, "keepalives_count": 3}
+        if "application_name" not in psycopg.conninfo.conninfo_to_dict(self.config.dsn):
+            kwargs["application_name"] = f"brooq worker {self.name}"[:63]
+        if self.config.transaction_pooler:
+            # psycopg prepares a statement run 5 times on the server connection of the
+            # moment; PgBouncer in transaction mode (before 1.21's max_prepared_statements)
+            # hands the next one to another: "prepared statement _pg3_0 does not exist"
+            kwargs["prepare_threshold"] = None
+        return kwargs
+
+    def open(self) -> Conn:
+        """A connection with the worker's settings, no topics (the settling thread's)."""
+        conn = psycopg.connect(self.config.dsn, **self.connect_kwargs())
+        if not self.config.transaction_pooler:
+            # session state: through a pooler it would stay on a server connection that
+            # other clients get next; there the role's statement_timeout bounds statements
+            try:
+                conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self.statement_timeout_ms)])
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    def connect(self) -> None:
+        """Open the loop's connection (``conn``); the first of the run also checks the
+        schema and declares the topics."""
+        try:
+            conn = psycopg.connect(self.config.dsn, **self.connect_kwargs())
+        except psycopg.Error as exc:
+            if not self._connected_once:  # the DSN is wrong, or the server is not up
+                raise ConnectError(
+                    f"cannot connect to the database: {one_line(exc, 300) or type(exc).__name__}"
+                    f" (hint: {CONNECT_HINT})", hint=CONNECT_HINT) from None
+            raise
+        try:
+            register_loaders(conn)
+            if not self.config.transaction_pooler:  # see open
+                conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self.statement_timeout_ms)])
+            if not self._declared:
+                self._declare_topics(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self.conn = conn  # connected, topics declared
+        self._connected_once = True
+        if self._failures:
+            log.info(_("worker.reconnected", worker=self.name,
+                       seconds=time.monotonic() - self._lost_at))
+        self._failures = 0
+
+    def _declare_topics(self, conn: Conn) -> None:
+        schema = check_schema(conn, __version__)  # no schema, an older one, or no right to use it
+        log.info(_("worker.connected", worker=self.name, version=__version__, schema=schema))
+        for h in self._handlers.values():
+            try:
+                declare(conn, h)
+            except PermissionDenied:
+                # the usual split (docs/operations.md: topics are an admin's): not a warning
+                log.info(_("worker.topic_settings_kept", worker=self.name, topic=h.topic))
+            except BrooqError as exc:
+                raise ConfigError([f"handler {h.topic!r}: {exc}"]) from None
+        self._check_max_execution(conn)
+        self._declared = True
+
+    def _check_max_execution(self, conn: Conn) -> None:
+        """Refuse to start when an attempt timeout is longer than its topic's max_execution
+        (as the database holds it: declared by us, or by an admin): every such handler in
+        one ConfigError."""
+        with mapped(WORKER, conn):  # a role without brooq_worker may not read topic_stats
+            rows = conn.execute(queries.TOPIC_MAX_EXECUTION, [list(self._handlers)]).fetchall()
+        self.max_execution = {topic: limit for topic, limit in rows}
+        problems = []
+        for h in self._handlers.values():
+            limit = self.max_execution.get(h.topic)
+            if limit is not None and h.timeout is not None and h.timeout > limit:
+                problems.append(f"handler {h.topic!r}: timeout {format_duration(h.timeout)} is longer than "
+                                f"the topic's max_execution {format_duration(limit)} (a job's time across "
+                                "all its attempts): shorten the timeout, or raise max_execution")
+        if problems:
+            raise ConfigError(problems)
+
+    def lost(self, exc: BaseException) -> None:
+        """The loop's connection failed (or could not be opened): close it, say so, and
+        set when to try again."""
+        self._failures += 1
+        delay = backoff(self._failures) * random.uniform(0.5, 1.0)
+        now = time.monotonic()
+        reason = one_line(exc, 300) or type(exc).__name__
+        if self._failures == 1:  # said once; then a reminder every REMIND_EVERY
+            self._lost_at = now
+            self._next_reminder = now + REMIND_EVERY
+            log.warning(_("worker.connection_lost", worker=self.name, reason=reason,
+                          max_delay=RECONNECT_MAX))
+        elif now >= self._next_reminder:
+            self._next_reminder = now + REMIND_EVERY
+            log.warning(_("worker.still_disconnected", worker=self.name,
+                          seconds=now - self._lost_at, reason=reason))
+        else:
+            log.debug(_("worker.reconnect_failed", worker=self.name, reason=reason, delay=delay))
+        self.close()
+        self.next_connect = time.monotonic() + delay
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):  # closing a broken connection may fail too
+                self.conn.close()
+            self.conn = None
+
+
+def declare(conn: Conn, h: TopicHandler) -> None:
+    """Declare a registered handler's topic with its settings (brooq.declare_topic)."""
+    declare_topic_settings(conn, h.topic, h.settings)

@@ -1,0 +1,7 @@
+-- Revert brooq:view_topics from pg
+
+begin;
+
+drop view brooq.topics;
+
+commit;
