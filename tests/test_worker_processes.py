@@ -82,7 +82,7 @@ def test_a_job_of_a_killed_worker_is_reaped_and_done_by_another(procs: Processes
 def test_sigterm_lets_jobs_in_flight_finish_and_claims_no_more(procs: Processes, conn: Conn) -> None:
     declare(conn)
     first = brooq.enqueue_many(conn, "sleep", [{"seconds": 1.5}] * 4)
-    w = procs.start("graceful", "--lease", "1s", "--concurrency", "4", "--grace", "10s")
+    w = procs.start("graceful", "--lease", "3s", "--concurrency", "4", "--grace", "10s")
     wait_for(lambda: counts(conn).get("processing") == 4, what="4 jobs in flight")
     later = brooq.enqueue_many(conn, "sleep", [{"seconds": 0}] * 10)
     w.send_signal(signal.SIGTERM)

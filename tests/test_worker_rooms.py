@@ -396,3 +396,22 @@ def test_the_runner_stops_an_attempt_at_its_timeout_and_when_its_lease_is_lost(c
     finally:
         runner.close(time.monotonic())
     assert fate(conn, stolen.id).state == "canceled"
+
+
+def test_stop_signals_take_sigterm_and_sigint_for_the_block_and_give_them_back() -> None:
+    import os
+    import signal
+
+    from brooq.lifecycle import stop_signals
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    seen: list[int] = []
+    with stop_signals(lambda: seen.append(1)):
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100):  # Python runs the handler between two bytecodes of this thread
+            if len(seen) == 2:
+                break
+            time.sleep(0.01)
+    assert seen == [1, 1]
+    assert {s: signal.getsignal(s) for s in before} == before

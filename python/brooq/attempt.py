@@ -1,4 +1,4 @@
-"""One claimed job on its way from claim to settle, and the handler it runs with.
+"""One claimed job on its way from claim to settle, and the registered handler it runs with.
 
 Shared by the worker's rooms: the runner (runner.py) makes an Attempt per claimed job
 and runs its handler, the leases (leases.py) hold it, the settler (settler.py) writes
@@ -20,14 +20,6 @@ Handler = Callable[[Job], Any]
 
 # Attempt.phase: claimed and waiting for a thread (prefetched), running, never run
 QUEUED, STARTED, SKIPPED = 0, 1, 2
-
-
-@dataclass(frozen=True, kw_only=True)
-class HandlerSettings(TopicSettings):
-    """What Worker.handler takes: the topic's settings, and ``timeout``, which bounds one
-    attempt (None: no limit)."""
-
-    timeout: timedelta | None = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from types import FrameType
 from typing import Any, TypeVar
 
 from brooq.config import WorkerConfig
 from brooq.errors import ConfigError, ConnectError
+from brooq.lifecycle import stop_signals
 from brooq.redact import one_line
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 from brooq.worker import Worker
@@ -154,26 +153,19 @@ class PartitionedWorker:
             raise ConfigError(["no handlers: register one with @worker.handler(topic)"])
         self._started = True
         self._started_at = time.monotonic()
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                previous[signum] = signal.signal(signum, self._on_signal)
         threads = [threading.Thread(target=self._run_one, args=(n,), name=f"brooq-p{n}", daemon=True)
                    for n in range(len(self.dsns))]
-        try:
+        with stop_signals(self._on_signal):
             for t in threads:
                 t.start()
             while any(t.is_alive() for t in threads):
                 for t in threads:
                     t.join(0.2)  # short: the main thread must come back for signals
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
         errors = [e for e in self._errors if e is not None]
         if errors and len(errors) == len(self.dsns):
             raise errors[0].with_traceback(None)
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+    def _on_signal(self) -> None:
         threading.Thread(target=self.stop, daemon=True).start()  # not under a lock in a handler
 
     def _run_one(self, number: int) -> None:

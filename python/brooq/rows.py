@@ -63,3 +63,10 @@ class TopicStats(NamedTuple):
     held_by_in_flight: int = 0  # ready jobs a claim now would not get because of max_in_flight
     held_by_rate: int = 0  # ... because of the rate
     held_by_group: int = 0  # ready jobs of an ordered group waiting for an earlier job of it
+
+
+class Reaped(NamedTuple):
+    """A row of brooq.reap: a job whose expired lease went back to the queue."""
+
+    id: int
+    topic: str

@@ -73,6 +73,14 @@ class TopicSettings:
         True, "keep a finished job's payload; off: clear it to null as the job finishes")
 
 
+@dataclass(frozen=True, kw_only=True)
+class HandlerSettings(TopicSettings):
+    """What Worker.handler takes: the topic's settings, and ``timeout``, which bounds one
+    attempt (None: no limit)."""
+
+    timeout: timedelta | None = timedelta(minutes=1)
+
+
 SETTINGS: tuple[Field[Any], ...] = fields(TopicSettings)
 NAMES: tuple[str, ...] = tuple(f.name for f in SETTINGS)
 _HINTS = get_type_hints(TopicSettings)

@@ -24,24 +24,20 @@ lost meanwhile, nothing is written).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import gc
 import inspect
 import logging
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
-from types import FrameType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
 from brooq import queries
-from brooq.attempt import HandlerSettings, TopicHandler
+from brooq.attempt import TopicHandler
 from brooq.config import WorkerConfig, format_duration, parse_address
 from brooq.counters import Counters
 from brooq.errors import (
@@ -49,20 +45,20 @@ from brooq.errors import (
     WORKER,
     BrooqError,
     ConfigError,
-    RunAtImport,
     translate,
     who,
 )
 from brooq.executors import Waker
 from brooq.job import Job
 from brooq.leases import Leases
+from brooq.lifecycle import refuse_run_at_import, stop_signals
 from brooq.listener import Listener
 from brooq.messages import _
 from brooq.nometrics import NoMetrics
-from brooq.rows import fields_row
+from brooq.rows import Reaped, fields_row
 from brooq.runner import CHECK_EVERY, Runner
 from brooq.session import Session, declare, statement_timeout_ms
-from brooq.settings import takes_settings, topic_settings
+from brooq.settings import HandlerSettings, takes_settings, topic_settings
 from brooq.settler import Settler, SettleThread
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 from brooq.typed import with_payload
@@ -85,29 +81,6 @@ GATHER_GAP = 0.0005  # seconds: a claim waits this long after the last finished 
 GATHER_MAX = 0.002  # ...and at most this long after the first (see Worker._claim_at)
 MAX_SLEEP = 1.0  # the loop turns at least this often (health, stop requests)
 REAP_BATCH = 1000
-
-
-class Reaped(NamedTuple):
-    """A row of brooq.reap: a job whose expired lease went back to the queue."""
-
-    id: int
-    topic: str
-
-
-# Set while `brooq worker MODULE:OBJECT` imports MODULE: a worker.run() then would run
-# the worker inside the import, before the command could (see loading()).
-_loading: contextvars.ContextVar[str | None] = contextvars.ContextVar("brooq_loading", default=None)
-
-
-@contextlib.contextmanager
-def loading(spec: str) -> Iterator[None]:
-    """Within this block (a tool importing the module of ``spec``), Worker.run() raises
-    RunAtImport instead of running."""
-    token = _loading.set(spec)
-    try:
-        yield
-    finally:
-        _loading.reset(token)
 
 
 def _metrics(counts: Counters) -> Metrics | NoMetrics:
@@ -223,23 +196,14 @@ class Worker:
     def handler(self, topic: str, settings: HandlerSettings) -> Callable[[F], F]:
         """Register the decorated function as the handler of ``topic``.
 
-        The keyword arguments are the topic's settings (the fields of brooq.TopicSettings,
-        as brooq.declare_topic takes them) and ``timeout``. The topic settings are
-        declared in the database when the worker starts (brooq.declare_topic), so
-        producers in any language get the same policy.
-        ``timeout`` bounds one attempt (None: no limit): past it the job's
-        ``canceled`` is set and the attempt is settled as failed. ``max_lease`` bounds the
-        lease any worker may take on the topic's jobs: this worker's lease must fit in it.
-        ``max_in_flight``, ``rate`` and ``per`` are the topic's flow limits, enforced by
-        brooq.claim across all workers (None: no limit; see declare_topic). Every worker
-        declares them at start: give every worker of the topic the same ones.
-        ``max_execution`` bounds a job across all its attempts, from its first claim (None:
-        no limit): past it the attempt running is stopped and settled as failed (naming
-        max_execution), and every later attempt fails at once without running the handler,
-        until the attempts are spent. At start the worker refuses a ``timeout`` longer than
-        the topic's max_execution as the database holds it.
-        ``retain_done=False`` deletes a job as it is settled done; ``retain_payload=False``
-        clears the payload of a job that is done, dead or canceled (see declare_topic).
+        The keyword arguments are the topic's settings (brooq.TopicSettings says what
+        each means) and ``timeout``. The worker declares the topic with them when it
+        starts (brooq.declare_topic), so producers in any language get the same policy:
+        give every worker of a topic the same ones.
+        ``timeout`` bounds one attempt (None: no limit): past it the job's ``canceled``
+        is set and the attempt is settled as failed. This worker's lease must fit in
+        ``max_lease``, and at start it refuses a ``timeout`` longer than the topic's
+        ``max_execution`` as the database holds it.
         """
         if self._started:
             raise RuntimeError("register handlers before run()")
@@ -335,11 +299,7 @@ class Worker:
 
         A worker can run() again once a run has returned (one run at a time); its
         counters and metrics go on. A stop() between two runs stops the next one."""
-        if (spec := _loading.get()) is not None:
-            module = spec.partition(":")[0]
-            raise RunAtImport(
-                f"module {module!r} runs worker.run() as it is imported, and `brooq worker {spec}` "
-                "runs the worker itself: put worker.run() under `if __name__ == \"__main__\":`")
+        refuse_run_at_import()
         with self._lock:
             if self._active:
                 raise RuntimeError("this worker is running already: one run() at a time")
@@ -349,44 +309,31 @@ class Worker:
         self._started_at = time.monotonic()
         fatal: BaseException | None = None
         try:
-            previous = self._install_signals()
-            # Every object made before the run (modules, the app, their data) leaves the
-            # cyclic GC's reach, so that a full collection walks only what the run
-            # makes: in a drain of 100,000 jobs its pauses fell from 15-19 ms to ~1 ms, and
-            # the GC's share of the drain from 7% to 3%. Given back when the run ends.
-            gc.freeze()
-            try:
-                self._start_services()
-                log.info(_("worker.started", worker=self.name, topics=", ".join(self._handlers),
-                           concurrency=self._concurrency,
-                           lease=format_duration(self.config.lease)))
-                self._loop()
-            finally:
-                self._closing.set()
-                self._stop_services()
-                self._restore_signals(previous)
-                gc.unfreeze()
-                fatal = self._fatal
+            with stop_signals(self._on_signal):
+                # Every object made before the run (modules, the app, their data) leaves the
+                # cyclic GC's reach, so that a full collection walks only what the run
+                # makes: in a drain of 100,000 jobs its pauses fell from 15-19 ms to ~1 ms,
+                # and the GC's share of the drain from 7% to 3%. Given back when it ends.
+                gc.freeze()
+                try:
+                    self._start_services()
+                    log.info(_("worker.started", worker=self.name, topics=", ".join(self._handlers),
+                               concurrency=self._concurrency,
+                               lease=format_duration(self.config.lease)))
+                    self._loop()
+                finally:
+                    self._closing.set()
+                    self._stop_services()
+                    gc.unfreeze()
+                    fatal = self._fatal
         finally:
             self._leave_run()  # run() may be called again (after a stop, or a fatal error)
             self._active = False
         if fatal is not None:  # a configuration problem: retrying cannot help
             raise fatal.with_traceback(None)  # its line, not the loop's frames
 
-    def _install_signals(self) -> dict[int, Any]:
-        if threading.current_thread() is not threading.main_thread():
-            return {}
-        previous: dict[int, Any] = {}
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, self._on_signal)
-        return previous
-
-    def _restore_signals(self, previous: dict[int, Any]) -> None:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        # Runs in the main thread between two bytecodes: set flags, write a pipe, nothing else.
+    def _on_signal(self) -> None:
+        # SIGTERM or SIGINT (lifecycle.stop_signals): set flags, write a pipe, nothing else.
         if self._stop_requested:
             self._abort_requested = True
         self._stop_requested = True

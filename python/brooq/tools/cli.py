@@ -504,7 +504,7 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     given = {f.name: getattr(args, f.name, None) for f in config.SETTINGS}
     if args.partition and not given["dsn"]:
         given["dsn"] = args.partition[0]
-    from brooq.worker import loading
+    from brooq.lifecycle import loading
 
     with config.command_line(given), loading(args.worker):
         loaded = load_worker(args.worker)

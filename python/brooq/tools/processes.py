@@ -39,8 +39,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from types import FrameType
 
+from brooq.lifecycle import stop_signals
 from brooq.messages import _
 
 log = logging.getLogger("brooq.processes")
@@ -127,20 +127,18 @@ class Supervisor:
         self.passed_on = 0
         self.status = 0
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+    def _on_signal(self) -> None:
         self.signals += 1
 
     def run(self) -> int:
-        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
-            for child in self.children:
-                child.start()
-            log.info(_("processes.running", count=len(self.children)))
-            while self._turn(time.monotonic()):
-                time.sleep(POLL)
+            with stop_signals(self._on_signal):
+                for child in self.children:
+                    child.start()
+                log.info(_("processes.running", count=len(self.children)))
+                while self._turn(time.monotonic()):
+                    time.sleep(POLL)
         finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
             for child in self.children:  # only after an error of ours: do not leave them behind
                 if child.proc is not None and child.proc.poll() is None:
                     child.signal(signal.SIGTERM)
