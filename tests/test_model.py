@@ -196,17 +196,18 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                 j.available_at = self.now + min(d if d is not None else BACKOFF_BASE, BACKOFF_MAX)
             elif outcome == "dead":
                 j.state, j.verdict = "dead", True  # at once, whatever attempts are left
-            elif j.attempts >= MAX_ATTEMPTS:
-                j.state = "dead"
-            elif outcome == "delay":
-                assert d is not None
-                j.state, j.available_at = "failed", self.now + min(d, BACKOFF_MAX)
             else:
-                j.state = "failed"
-                at = self.db_row(j.id)["available_at"]
-                b = backoff(j.attempts)
-                assert self.now + b / 2 <= at <= self.now + b, (at - self.now, b)
-                j.available_at = at
+                # failed or delay: on the last attempt the job is dead, and its available_at
+                # says when a retry would have come (settle_many computes it either way)
+                j.state = "dead" if j.attempts >= MAX_ATTEMPTS else "failed"
+                if outcome == "delay":
+                    assert d is not None
+                    j.available_at = self.now + min(d, BACKOFF_MAX)
+                else:
+                    at = self.db_row(j.id)["available_at"]
+                    b = backoff(j.attempts)
+                    assert self.now + b / 2 <= at <= self.now + b, (at - self.now, b)
+                    j.available_at = at
             assert row[0] == j.state
 
         # --- admin and maintenance ------------------------------------------------
