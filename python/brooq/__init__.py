@@ -18,6 +18,16 @@ See docs/python-guide.md.
 
 from brooq import aio
 from brooq._version import __version__
+from brooq.admin import (
+    alter_topic,
+    flush,
+    pause_topic,
+    resume_topic,
+    retry,
+    retry_dead,
+    schedule,
+    unschedule,
+)
 from brooq.config import WorkerConfig, parse_duration
 from brooq.errors import (
     BrooqError,
@@ -83,15 +93,23 @@ __all__ = [
     "WorkerSnapshot",
     "__version__",
     "aio",
+    "alter_topic",
     "cancel",
     "declare_topic",
     "enqueue",
     "enqueue_many",
+    "flush",
     "get_job",
     "list_jobs",
     "parse_duration",
+    "pause_topic",
+    "resume_topic",
+    "retry",
+    "retry_dead",
+    "schedule",
     "schema_version",
     "topic_stats",
+    "unschedule",
     "wait",
     "wait_async",
 ]

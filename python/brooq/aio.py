@@ -1,4 +1,4 @@
-"""The producer and admin helpers of brooq.producer, for asyncio: the same calls on a
+"""The producer and admin helpers of brooq.producer and brooq.admin, for asyncio: the same calls on a
 psycopg.AsyncConnection (FastAPI and other asyncio applications)::
 
     from brooq import aio
@@ -10,19 +10,20 @@ psycopg.AsyncConnection (FastAPI and other asyncio applications)::
 
 Each one runs on the caller's connection, inside the caller's transaction, and
 maps errors by SQLSTATE exactly as its sync twin does; the SQL and the
-parameters are the same ones (brooq.queries, brooq.producer's *_args).
+parameters are the same ones (brooq.queries, brooq.producer's and brooq.admin's *_args).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, LiteralString
 
 import psycopg
 from psycopg.rows import class_row, scalar_row
 
 from brooq import queries, tracing
+from brooq.admin import TopicChanges, alter_topic_params, schedule_args, states_arg, takes_changes
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, mapped
 from brooq.payload import guard_jsonb
 from brooq.producer import (
@@ -39,11 +40,14 @@ from brooq.producer import (
 )
 from brooq.rows import TopicStats
 from brooq.settings import Topic, TopicSettings, takes_settings, topic_row
+from brooq.states import WAITING
 from brooq.waiting import wait_async as wait
 
 AsyncConn = psycopg.AsyncConnection[Any]
 
-__all__ = ["cancel", "declare_topic", "enqueue", "enqueue_many", "get_job", "topic_stats", "wait"]
+__all__ = ["alter_topic", "cancel", "declare_topic", "enqueue", "enqueue_many", "flush", "get_job",
+           "pause_topic", "resume_topic", "retry", "retry_dead", "schedule", "topic_stats",
+           "unschedule", "wait"]
 
 
 async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None = None,
@@ -123,3 +127,65 @@ async def topic_stats(conn: AsyncConn) -> list[TopicStats]:
         cur = conn.cursor(row_factory=class_row(TopicStats))
         await cur.execute(queries.TOPIC_STATS)
         return await cur.fetchall()
+
+
+# --- admin (brooq.admin's twins) ------------------------------------------------------
+
+async def _scalar(conn: AsyncConn, query: LiteralString, params: Sequence[Any]) -> Any:
+    """The one value of an admin call's one row, its errors mapped (a 42501 names brooq_admin)."""
+    with mapped(ADMIN, conn):
+        cur = conn.cursor(row_factory=scalar_row)
+        await cur.execute(query, params)
+        return await cur.fetchone()
+
+
+@takes_changes(TopicChanges)
+async def alter_topic(conn: AsyncConn, name: str, changes: dict[str, Any]) -> Topic:
+    """Change only the settings named, of a declared topic (needs brooq_admin); returns the
+    topic as stored. See brooq.alter_topic."""
+    params = alter_topic_params(name, changes)
+    with mapped(ADMIN, conn):
+        cur = conn.cursor(row_factory=topic_row)
+        await cur.execute(queries.ALTER_TOPIC, params)
+        topic = await cur.fetchone()
+    assert topic is not None  # brooq.alter_topic returns one row or raises
+    return topic
+
+
+async def pause_topic(conn: AsyncConn, name: str) -> bool:
+    """Stop claims of the topic's jobs; False when it was paused already. See brooq.pause_topic."""
+    return bool(await _scalar(conn, queries.PAUSE_TOPIC, [name]))
+
+
+async def resume_topic(conn: AsyncConn, name: str) -> bool:
+    """Let claims take the topic's jobs again; False when it was not paused."""
+    return bool(await _scalar(conn, queries.RESUME_TOPIC, [name]))
+
+
+async def retry(conn: AsyncConn, job_id: int) -> bool:
+    """Re-drive a dead or canceled job; False when it is in another state or unknown."""
+    return bool(await _scalar(conn, queries.RETRY, [job_id]))
+
+
+async def retry_dead(conn: AsyncConn, topic: str, *, include_canceled: bool = False,
+                     max_jobs: int = 1000, since: datetime | None = None) -> int:
+    """Re-drive the topic's dead jobs; returns how many. See brooq.retry_dead."""
+    return int(await _scalar(conn, queries.RETRY_DEAD, [topic, include_canceled, max_jobs, since]) or 0)
+
+
+async def flush(conn: AsyncConn, topic: str, states: Sequence[str] = WAITING) -> int:
+    """Delete the topic's jobs in ``states``; returns how many. See brooq.flush."""
+    return int(await _scalar(conn, queries.FLUSH, [topic, states_arg(states)]) or 0)
+
+
+async def schedule(conn: AsyncConn, name: str, cron: str, topic: str, payload: Any = None, *,
+                   priority: int = 0) -> int:
+    """Register (or update) a periodic job; returns the pg_cron job id. See brooq.schedule."""
+    jobid = await _scalar(conn, queries.SCHEDULE, schedule_args(name, cron, topic, payload, priority))
+    assert jobid is not None  # brooq.schedule returns the pg_cron job id or raises
+    return int(jobid)
+
+
+async def unschedule(conn: AsyncConn, name: str) -> bool:
+    """Remove a schedule and its pg_cron job; False when no schedule has this name."""
+    return bool(await _scalar(conn, queries.UNSCHEDULE, [name]))

@@ -23,11 +23,10 @@ import psycopg
 import psycopg.errors
 from psycopg.rows import class_row, scalar_row
 
-from brooq import config, producer, queries, settings
+from brooq import admin, config, producer, queries, settings
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
 from brooq.messages import _, _n
-from brooq.payload import jsonb
 from brooq.producer import JobFate
 from brooq.redact import one_line, remember
 from brooq.rows import TopicStats
@@ -220,13 +219,13 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(_("cli.retry_needs_one"))
     if args.id is not None and (args.canceled or args.max_jobs is not None or args.since is not None):
         raise UsageError(_("cli.retry_dead_options"))
-    with connect(args) as conn, mapped(ADMIN, conn):
-        cur = conn.cursor(row_factory=scalar_row)
+    with connect(args) as conn:
         if args.id is not None:
-            redriven = cur.execute(queries.RETRY, [args.id]).fetchone()
+            redriven = admin.retry(conn, args.id)
         else:
             max_jobs = args.max_jobs or 1000
-            count = cur.execute(queries.RETRY_DEAD, [args.dead, args.canceled, max_jobs, args.since]).fetchone()
+            count = admin.retry_dead(conn, args.dead, include_canceled=args.canceled, max_jobs=max_jobs,
+                                     since=args.since)
     if args.id is not None:
         if redriven:
             out.write(_("cli.redriven", id=args.id) + "\n")
@@ -234,7 +233,7 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
         out.write(_("cli.not_redriven", id=args.id) + "\n")
         return 1
     key = "cli.redrove_dead_or_canceled" if args.canceled else "cli.redrove_dead"
-    out.write(_n(key, count or 0, topic=args.dead) + "\n")
+    out.write(_n(key, count, topic=args.dead) + "\n")
     if count == max_jobs:
         out.write(_("cli.max_jobs_reached", max_jobs=max_jobs) + "\n")
     return 0
@@ -254,8 +253,8 @@ def cmd_flush(args: argparse.Namespace, out: TextIO) -> int:
             if sys.stdin.readline().strip().lower() not in ("y", "yes"):
                 out.write(_("cli.nothing_flushed") + "\n")
                 return 1
-        deleted = cur.execute(queries.FLUSH, [args.topic, states]).fetchone()
-    out.write(_n(f"cli.flushed_{what}", deleted or 0, topic=args.topic) + "\n")
+        deleted = admin.flush(conn, args.topic, states)
+    out.write(_n(f"cli.flushed_{what}", deleted, topic=args.topic) + "\n")
     return 0
 
 
@@ -296,17 +295,16 @@ def cmd_schedule(args: argparse.Namespace, out: TextIO) -> int:
     if not (args.name and args.cron and args.topic):
         raise UsageError(_("cli.schedule_usage"))
     payload = parse_payload(args.payload if args.payload is not None else "{}")
-    with connect(args) as conn, mapped(ADMIN, conn):
-        jobid = conn.cursor(row_factory=scalar_row).execute(
-            queries.SCHEDULE, [args.name, args.cron, args.topic, jsonb(payload), args.priority]).fetchone()
+    with connect(args) as conn:
+        jobid = admin.schedule(conn, args.name, args.cron, args.topic, payload, priority=args.priority)
     out.write(_("cli.scheduled", name=args.name, cron=args.cron, topic=args.topic, jobid=jobid)
               + "\n")
     return 0
 
 
 def cmd_unschedule(args: argparse.Namespace, out: TextIO) -> int:
-    with connect(args) as conn, mapped(ADMIN, conn):
-        removed = conn.cursor(row_factory=scalar_row).execute(queries.UNSCHEDULE, [args.name]).fetchone()
+    with connect(args) as conn:
+        removed = admin.unschedule(conn, args.name)
     if removed:
         out.write(_("cli.unscheduled", name=args.name) + "\n")
         return 0
@@ -386,12 +384,10 @@ def cmd_alter_topic(args: argparse.Namespace, out: TextIO) -> int:
     given = given_settings(args)
     if not given:
         raise UsageError(_("cli.alter_nothing"))
-    params: dict[str, Any] = {"name": args.name}
-    params.update({name: None if given.get(name) is CLEAR else given.get(name) for name in settings.NAMES})
-    params["clear"] = [name for name, value in given.items() if value is CLEAR]
-    with connect(args) as conn, mapped(ADMIN, conn):
-        topic = conn.cursor(row_factory=settings.topic_row).execute(queries.ALTER_TOPIC, params).fetchone()
-    assert topic is not None  # brooq.alter_topic returns one row or raises
+    changes = {name: value for name, value in given.items() if value is not CLEAR}
+    clear = [name for name, value in given.items() if value is CLEAR]
+    with connect(args) as conn:
+        topic = admin.alter_topic(conn, args.name, clear=clear, **changes)
     out.write(_("cli.altered_settings", topic=args.name, settings=format_settings(topic)) + "\n")
     return 0
 
@@ -418,9 +414,8 @@ def cmd_topic(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_pause(args: argparse.Namespace, out: TextIO) -> int:
     pause = args.command == "pause"
-    with connect(args) as conn, mapped(ADMIN, conn):
-        changed = conn.cursor(row_factory=scalar_row).execute(
-            queries.PAUSE_TOPIC if pause else queries.RESUME_TOPIC, [args.topic]).fetchone()
+    with connect(args) as conn:
+        changed = (admin.pause_topic if pause else admin.resume_topic)(conn, args.topic)
     if pause:
         out.write(_("cli.paused" if changed else "cli.already_paused", topic=args.topic) + "\n")
     else:
