@@ -75,3 +75,21 @@ def test_every_metric_the_kit_uses_is_served_by_a_worker(db: str) -> None:
     for where, used in used_metrics().items():
         assert used, f"no brooq metric found in the {where}"
         assert used <= names, f"the {where} uses metrics no worker serves: {sorted(used - names)}"
+
+
+def test_the_systemd_unit_restarts_a_worker_forever() -> None:
+    """A host that boots before its database: the unit starts the worker again every
+    RestartSec, with no start limit (systemd's default gives up after 5 starts in 10 s)."""
+    import configparser
+
+    path = OPS / "systemd" / "brooq-worker@.service"
+    unit = configparser.ConfigParser(interpolation=None, strict=True)
+    unit.optionxform = str  # type: ignore[assignment,method-assign]  # systemd keys are case-sensitive
+    unit.read_string(path.read_text())
+    assert unit["Unit"]["StartLimitIntervalSec"] == "0"
+    assert unit["Service"]["Restart"] == "on-failure"
+    assert int(unit["Service"]["RestartSec"]) >= 1
+    if (analyze := shutil.which("systemd-analyze")) is not None:
+        # every key known to this systemd (an unknown one is ignored with a warning)
+        done = subprocess.run([analyze, "verify", str(path)], capture_output=True, text=True, check=False)
+        assert "Unknown key" not in done.stdout + done.stderr, done.stdout + done.stderr

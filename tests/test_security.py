@@ -320,7 +320,8 @@ def test_no_password_in_any_message(dsn: str, secrets: list[str], echoed: bool, 
         assert ("***" in err) is echoed, err
     redact._known.clear()
     with pytest.raises(brooq.BrooqError) as failed:  # the worker: at start, or when it runs
-        worker = brooq.Worker(dsn)
+        # a short wait for a server that is not there: its warnings are checked too
+        worker = brooq.Worker(dsn, start_timeout=timedelta(milliseconds=300))
 
         @worker.handler("t")
         def t(job: brooq.Job) -> None:

@@ -437,12 +437,14 @@ def test_a_result_above_the_topics_limit_fails_only_its_own_attempt(db: str, con
         "larger than the 1048576 bytes allowed")
 
 
-def test_an_unreachable_database_at_start_stops_the_worker() -> None:
-    """A worker that never connected does not retry: the DSN is wrong, or the server is
-    not up (a lost connection after the first one is retried: test_worker_messages.py)."""
+def test_an_unreachable_database_at_start_stops_the_worker_with_start_timeout_0() -> None:
+    """start_timeout 0: a worker that never connected does not wait for a server that is
+    not up (waiting: test_worker_processes.py; a lost connection after the first one is
+    retried: test_worker_messages.py)."""
     from pgcluster import free_port
 
-    worker = brooq.Worker(f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere", **FAST)
+    worker = brooq.Worker(f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere",
+                          start_timeout=timedelta(0), **FAST)
 
     @worker.handler("never")
     def never(job: brooq.Job) -> None:
@@ -453,6 +455,52 @@ def test_an_unreachable_database_at_start_stops_the_worker() -> None:
         worker.run()
     assert time.monotonic() - started < 5
     assert not worker.snapshot().connected
+
+
+def test_a_server_not_up_at_start_is_waited_for_start_timeout_then_named(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from pgcluster import free_port
+
+    worker = brooq.Worker(f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere",
+                          start_timeout=timedelta(seconds=0.6), **FAST)
+
+    @worker.handler("never")
+    def never(job: brooq.Job) -> None:
+        return None
+
+    started = time.monotonic()
+    with pytest.raises(brooq.ConnectError, match="Connection refused.*still unreachable after "
+                                                 "start_timeout 600ms"):
+        worker.run()
+    assert 0.6 <= time.monotonic() - started < 5
+    waiting = [r for r in caplog.records if "cannot connect to the database yet" in r.getMessage()]
+    assert len(waiting) == 1 and waiting[0].levelname == "WARNING", caplog.text
+
+
+@pytest.mark.parametrize(("error", "waited"), [
+    ('connection failed: connection to server at "127.0.0.1", port 1 failed: Connection refused', True),
+    ('connection is bad: connection to server on socket "/run/x/.s.PGSQL.5432" failed: '
+     "No such file or directory", True),
+    ('connection failed: connection to server at "10.0.0.1", port 5432 failed: FATAL:  '
+     "the database system is starting up", True),
+    ("connection failed: connection to server at \"h\", port 5432 failed: timeout expired", True),
+    ("failed to resolve host 'db': [Errno -3] Temporary failure in name resolution", True),
+    ('connection failed: connection to server at "h", port 5432 failed: session is read-only', True),
+    ('connection failed: connection to server at "h", port 5432 failed: FATAL:  '
+     'password authentication failed for user "u"', False),
+    ('connection failed: connection to server at "h", port 5432 failed: FATAL:  '
+     'database "nope" does not exist', False),
+    ('connection failed: connection to server at "h", port 5432 failed: FATAL:  '
+     'role "nobody" does not exist', False),
+    ('connection is bad: invalid sslmode value: "bogus"', False),
+])
+def test_which_failures_to_connect_a_starting_worker_waits_out(error: str, waited: bool) -> None:
+    from brooq.session import transient
+
+    assert transient(psycopg.OperationalError(error)) is waited
+    assert not transient(psycopg.ProgrammingError('invalid connection option "foo"'))
+    assert transient(psycopg.errors.ReadOnlySqlTransaction("cannot execute in a read-only transaction"))
+    assert not transient(psycopg.errors.InsufficientPrivilege("permission denied"))
 
 
 def test_async_handlers_see_cancellation(db: str, conn: Conn) -> None:

@@ -109,7 +109,10 @@ def test_a_worker_pointed_at_the_wrong_place_stops_with_one_line_and_a_hint(
     if where == "no schema":
         server.create_db(name)
     try:
-        done = brooq_cli("worker", "app:worker", "--dsn", dsn, cwd=tmp_path)
+        # a server that is not up is waited for (start_timeout): 0 stops at once, as a wrong
+        # database or role always does
+        wait = ["--start-timeout", "0s"] if where == "wrong port" else []
+        done = brooq_cli("worker", "app:worker", "--dsn", dsn, *wait, cwd=tmp_path)
     finally:
         server.drop_db(name)
     assert done.returncode == 1, done.stderr

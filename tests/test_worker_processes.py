@@ -112,8 +112,35 @@ def test_a_second_signal_stops_at_once(procs: Processes, conn: Conn) -> None:
     w.send_signal(signal.SIGINT)
     out, _ = w.communicate(timeout=5)
     assert w.returncode == 0, out
-    fate = brooq.get_job(conn, job.id)  # nothing written: the lease expires, reap returns it
-    assert fate is not None and fate.state == "processing" and fate.last_error is None
+    # handed back at once, as when the grace runs out
+    fate, ready = conn.execute("select state, available_at <= now() from brooq.job where id = %s",
+                               [job.id]).fetchone() or (None, None)
+    assert (fate, ready) == ("failed", True), out
+    row = brooq.get_job(conn, job.id)
+    assert row is not None and row.attempts == 0
+    assert row.last_error is not None and "a second stop request" in row.last_error
+
+
+def test_a_stop_past_its_grace_hands_the_running_jobs_back(procs: Processes, conn: Conn) -> None:
+    """Handlers still running when the grace runs out: their jobs are ready again at once
+    (settled 'preserve': the attempt given back, its stop recorded), not left processing
+    until their lease expires and a reap returns them."""
+    declare(conn)
+    job = brooq.enqueue(conn, "sleep", {"seconds": 30})
+    w = procs.start("hasty", "--lease", "3s", "--grace", "1s")  # a heartbeat a second shows progress
+    wait_for(lambda: (f := brooq.get_job(conn, job.id)) is not None and f.progress is not None,
+             what="the handler to start")
+    w.send_signal(signal.SIGTERM)
+    out, _ = w.communicate(timeout=10)
+    assert w.returncode == 0, out
+    row = conn.execute("select state, available_at <= now(), locked_by from brooq.job where id = %s",
+                       [job.id]).fetchone()
+    assert row == ("failed", True, None), out
+    fate = brooq.get_job(conn, job.id)
+    assert fate is not None and fate.attempts == 0
+    assert fate.last_error is not None
+    assert "worker hasty shut down before the handler finished (its shutdown grace 1s ran out)" in fate.last_error
+    assert "handing their jobs back" in out
 
 
 def test_workers_survive_a_postgresql_restart_and_finish_everything(
@@ -152,6 +179,36 @@ def test_workers_survive_a_postgresql_restart_and_finish_everything(
         assert w.returncode == 0, out
         assert "reconnected to the database" in out, out
         assert "Traceback" not in out, out
+
+
+def test_a_worker_started_while_the_server_is_down_waits_for_it(
+        procs: Processes, db: str, server: Any) -> None:
+    """A host that boots before its database: the worker waits (start_timeout, 5 minutes
+    by default), says so at WARNING, and drains once the server is up."""
+    if server.cluster is None:
+        pytest.skip("needs a server this test may stop (not BROOQ_TEST_DSN)")
+    with psycopg.connect(db, autocommit=True) as conn:
+        declare(conn)
+        ids = [j.id for j in brooq.enqueue_many(conn, "echo", [{"n": i} for i in range(20)])]
+    cluster = server.cluster
+    cluster.pg_ctl("stop", "-m", "fast", "-w")
+    try:
+        w = procs.start("early", "--lease", "2s")
+        time.sleep(2.0)
+        assert w.poll() is None, w.communicate()[0]  # still waiting, not gone
+    finally:
+        cluster.pg_ctl("start", "-w", "-t", "60", "-l", str(cluster.log))
+    with psycopg.connect(db, autocommit=True) as conn:
+        wait_for(lambda: all(j is not None and j.state == "done"
+                             for j in (brooq.get_job(conn, i) for i in ids)),
+                 timeout=30, what="every job done once the server is up")
+    w.send_signal(signal.SIGTERM)
+    out, _ = w.communicate(timeout=15)
+    assert w.returncode == 0, out
+    assert "early WARNING worker early: cannot connect to the database yet (" in out, out
+    assert "waiting for it up to 300s (start_timeout)" in out, out
+    assert "early INFO worker early: connected to the database after waiting " in out, out
+    assert "Traceback" not in out, out
 
 
 def test_a_worker_process_exits_nonzero_on_a_bad_environment(db: str) -> None:

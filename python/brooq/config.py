@@ -88,6 +88,9 @@ class WorkerConfig:
     reap_interval: timedelta | None = setting(None, "period of brooq.reap calls", shown="lease / 2")
     shutdown_grace: timedelta = setting(timedelta(seconds=30),
                                         "time to finish in-flight jobs on stop")
+    start_timeout: timedelta = setting(timedelta(minutes=5),
+                                       "how long a worker that has never connected waits for a database "
+                                       "that is unreachable or starting up (0: stop at once)")
     hung_grace: timedelta = setting(timedelta(seconds=10),
                                     "how long a handler told to stop may run before it is reported hung")
     stats_interval: timedelta = setting(timedelta(seconds=15),
@@ -193,6 +196,8 @@ class WorkerConfig:
                                 "jobs of crashed workers would wait that long")
         if self.shutdown_grace < timedelta(0):
             problems.append(f"shutdown_grace: {format_duration(self.shutdown_grace)} is negative")
+        if self.start_timeout < timedelta(0):
+            problems.append(f"start_timeout: {format_duration(self.start_timeout)} is negative")
         if self.hung_grace <= timedelta(0):
             problems.append(f"hung_grace: {format_duration(self.hung_grace)} must be positive")
         if self.stats_interval < timedelta(seconds=0.1):

@@ -75,9 +75,9 @@ class UndecodableJob(BrooqError):
 
 
 class ConnectError(BrooqError):
-    """A worker could not connect at start (a wrong host, port, database name, user or
-    password, or a server that is not up): it stops instead of retrying. Once it has
-    connected, a lost connection is retried, never raised."""
+    """A worker could not connect at start: a wrong password, database name or user, a
+    DSN libpq refuses (at once), or a server still unreachable or starting up after
+    start_timeout. Once it has connected, a lost connection is retried, never raised."""
 
 
 class RunAtImport(BrooqError):

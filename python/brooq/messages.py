@@ -43,6 +43,10 @@ ENGLISH: dict[str, str] = {
     "worker.connection_lost": "worker {worker}: lost the database connection ({reason}); "
                               "reconnecting with backoff (up to {max_delay:.0f}s between tries), "
                               "handlers keep running",
+    "worker.connected_after_wait": "worker {worker}: connected to the database after waiting {seconds:.1f}s",
+    "worker.waiting_for_database": "worker {worker}: cannot connect to the database yet ({reason}); "
+                                   "waiting for it up to {timeout} (start_timeout), retrying with "
+                                   "backoff (up to {max_delay:.0f}s between tries)",
     "worker.still_disconnected": "worker {worker}: still no database connection after "
                                  "{seconds:.0f}s ({reason})",
     "worker.reconnect_failed": "worker {worker}: reconnect failed ({reason}); retrying in {delay:.1f}s",
@@ -52,8 +56,9 @@ ENGLISH: dict[str, str] = {
     "worker.unsettled_at_exit": "worker {worker}: could not settle {count} finished jobs before "
                                 "exit: {error}",
     "worker.handlers_left_running": "worker {worker}: stopping with {count} handlers still "
-                                    "running; their leases will expire and the jobs return to "
-                                    "the queue",
+                                    "running; handing their jobs back to the queue (if the "
+                                    "database does not answer, their leases expire and a reap "
+                                    "returns them)",
     "worker.settle_many_failed": "worker {worker}: settle_many failed ({error}); settling one by one",
     "worker.settle_connection_lost": "worker {worker}: settling connection lost ({error}); "
                                      "reconnecting (try {failures})",

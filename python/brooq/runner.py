@@ -108,8 +108,8 @@ class Runner:
             counts.busy = 0
 
     def leave(self) -> None:
-        """After a run: what a stop cut short (handlers past the grace) is left to its
-        lease; an old pool thread finds its queued attempts withdrawn, and a late
+        """After a run: what a stop cut short and could not hand back (no answer from the
+        database) is left to its lease; an old pool thread finds its queued attempts withdrawn, and a late
         outcome goes to this runner, which nobody collects any more."""
         with self._lock:
             for att in self._attempts:
@@ -301,6 +301,27 @@ class Runner:
         if att in self._attempts:
             log.info(_("job.lease_lost", id=att.job.id, topic=att.job.topic))
             self._cancel(att, "lease lost", now)
+
+    def hand_back(self, now: float, error: str) -> int:
+        """A stop whose grace ran out: the attempts still held go to the outbox settled
+        'preserve' with no delay (ready again at once, the attempt given back, ``error``
+        its last_error); their handlers' answers are ignored. How many were handed back."""
+        count = 0
+        for att in list(self._attempts):
+            with self._lock:  # a pool thread starts no attempt closed under the lock
+                if att.closed:
+                    continue  # lost, or its outcome is in the outbox already
+                before = att.phase != STARTED
+                if att.phase == QUEUED:
+                    att.phase = SKIPPED
+                    self.queued -= 1
+                att.closed = True
+            if att.out_of_time(now):  # handed back, it would fail at its next claim anyway
+                self._out_of_time(att, now, before=before)
+                continue
+            self._outbox.add(att, Outcome("preserve", error, timedelta(0)))
+            count += 1
+        return count
 
     def cancel_all(self, now: float) -> None:
         """Tell every running handler to stop (shutdown); their outcomes are not waited for."""

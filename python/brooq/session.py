@@ -12,7 +12,10 @@ REMIND_EVERY.
 
 Errors that retrying cannot help (a DSN that never connected, an older schema, a
 topic setting the database refuses, a missing right) are raised as BrooqError;
-a lost connection as the psycopg error it is.
+a lost connection as the psycopg error it is. Before the first connection of a run, a
+database that is unreachable or starting up (``transient``) is waited for, with the
+same backoff, for up to start_timeout; any other failure to connect (a wrong
+password, database or role, a DSN libpq refuses) is raised at once.
 """
 
 from __future__ import annotations
@@ -46,7 +49,44 @@ Conn = psycopg.Connection[Any]
 REMIND_EVERY = 60.0  # seconds between "still no database connection" warnings
 CONNECT_HINT = ("check the DSN (brooq.Worker(dsn), --dsn or BROOQ_DSN): host, port, database "
                 "name, user and password, and that the server is up; a worker that has never "
-                "connected does not retry")
+                "connected waits start_timeout for a server that is unreachable or starting up, "
+                "and retries nothing else")
+# What libpq and psycopg say (in English) when a connection could not be opened for a
+# reason that may pass by itself: no server listening yet, a server starting up or
+# shutting down (57P03), full (53300), or a standby where a primary was asked for
+# (target_session_attrs), a network or a name not there yet (a container's host name
+# resolves once it runs). A connection failure carries no SQLSTATE in psycopg: the
+# text is all there is. Anything else (a wrong password, database or role, a DSN
+# libpq refuses, and any message in another language) stops a worker that has never
+# connected at once.
+TRANSIENT_CONNECT = (
+    "connection refused", "no such file or directory",  # a TCP port, a Unix socket: no server
+    "the database system is starting up", "the database system is shutting down",
+    "the database system is in recovery mode", "the database system is not yet accepting",
+    "the database system is not accepting connections",
+    "too many clients", "remaining connection slots are reserved",
+    "session is read-only", "server is in hot standby mode", "server is not in hot standby mode",
+    "timeout expired", "timed out", "no route to host", "network is unreachable",
+    "host is unreachable", "connection reset", "server closed the connection unexpectedly",
+    "failed to resolve host", "could not translate host name", "name or service not known",
+    "temporary failure in name resolution",
+)
+# A standby that is read-only after all (no target_session_attrs), and a server going
+# away between the connection and the first statements: the server is there, the
+# connection is not usable yet.
+TRANSIENT_SQLSTATES = frozenset({"25006", "57P01", "57P02", "57P03", "53300"})
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether a failure to open the first connection may pass by itself (see
+    TRANSIENT_CONNECT): a worker waits for it; any other stops the worker at once."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate is not None:
+        return sqlstate in TRANSIENT_SQLSTATES or sqlstate.startswith("08")
+    if not isinstance(exc, psycopg.OperationalError):
+        return False  # ProgrammingError: a DSN libpq cannot parse
+    text = str(exc).lower()
+    return any(words in text for words in TRANSIENT_CONNECT)
 
 
 def statement_timeout_ms(lease: timedelta) -> int:
@@ -71,6 +111,7 @@ class Session:
         self._connected_once = False  # before: a failure to connect is a configuration error
         self._lost_at = 0.0  # when the connection was lost (monotonic), while it is
         self._next_reminder = 0.0
+        self._waiting_since: float | None = None  # the first failed try, before the first connection
 
     def connect_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 10,
@@ -104,10 +145,8 @@ class Session:
         try:
             conn = psycopg.connect(self.config.dsn, **self.connect_kwargs())
         except psycopg.Error as exc:
-            if not self._connected_once:  # the DSN is wrong, or the server is not up
-                raise ConnectError(
-                    f"cannot connect to the database: {one_line(exc, 300) or type(exc).__name__}"
-                    f" (hint: {CONNECT_HINT})", hint=CONNECT_HINT) from None
+            if not self._connected_once:
+                self._not_yet(exc)  # the DSN is wrong (raised), or the server is not up (waited for)
             raise
         try:
             register_loaders(conn)
@@ -115,15 +154,39 @@ class Session:
                 conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self.statement_timeout_ms)])
             if not self._declared:
                 self._declare_topics(conn)
+        except psycopg.Error as exc:
+            conn.close()
+            if not self._connected_once and transient(exc):  # e.g. a read-only standby (25006)
+                self._not_yet(exc)
+            raise
         except BaseException:
             conn.close()
             raise
         self.conn = conn  # connected, topics declared
-        self._connected_once = True
         if self._failures:
-            log.info(_("worker.reconnected", worker=self.name,
-                       seconds=time.monotonic() - self._lost_at))
+            log.info(_("worker.reconnected" if self._connected_once else "worker.connected_after_wait",
+                       worker=self.name, seconds=time.monotonic() - self._lost_at))
+        self._connected_once = True
         self._failures = 0
+
+    def _not_yet(self, exc: psycopg.Error) -> None:
+        """The first connection failed: raise ConnectError unless the failure is transient
+        and start_timeout has not run out since the first try (the caller then raises
+        ``exc``, which the loop waits out as a lost connection: see ``lost``)."""
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+        waited = now - self._waiting_since
+        limit = self.config.start_timeout.total_seconds()
+        reason = one_line(exc, 300) or type(exc).__name__
+        if transient(exc) and waited < limit:
+            return
+        if transient(exc) and limit > 0:
+            hint = (f"the database was still unreachable after start_timeout "
+                    f"{format_duration(self.config.start_timeout)}; {CONNECT_HINT}")
+        else:
+            hint = CONNECT_HINT
+        raise ConnectError(f"cannot connect to the database: {reason} (hint: {hint})", hint=hint) from None
 
     def _declare_topics(self, conn: Conn) -> None:
         schema = check_schema(conn, __version__)  # no schema, an older one, or no right to use it
@@ -166,8 +229,13 @@ class Session:
         if self._failures == 1:  # said once; then a reminder every REMIND_EVERY
             self._lost_at = now
             self._next_reminder = now + REMIND_EVERY
-            log.warning(_("worker.connection_lost", worker=self.name, reason=reason,
-                          max_delay=RECONNECT_MAX))
+            if self._connected_once:
+                log.warning(_("worker.connection_lost", worker=self.name, reason=reason,
+                              max_delay=RECONNECT_MAX))
+            else:
+                log.warning(_("worker.waiting_for_database", worker=self.name, reason=reason,
+                              timeout=format_duration(self.config.start_timeout),
+                              max_delay=RECONNECT_MAX))
         elif now >= self._next_reminder:
             self._next_reminder = now + REMIND_EVERY
             log.warning(_("worker.still_disconnected", worker=self.name,

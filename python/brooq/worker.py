@@ -185,8 +185,8 @@ class Worker:
         self._fatal: BaseException | None = None
 
     def _leave_run(self) -> None:
-        """After a run: the runner leaves what a stop cut short to its lease, then the
-        state is fresh."""
+        """After a run: the runner closes what is left (handed back, or left to its lease
+        when the database did not answer), then the state is fresh."""
         self._runner.leave()
         self._new_run()
 
@@ -256,8 +256,9 @@ class Worker:
 
     def stop(self, grace: timedelta | None = None) -> None:
         """Stop gracefully: claim no more, let running handlers finish within ``grace``
-        (default: shutdown_grace), then stop renewing their leases. Safe from any thread;
-        a second call stops at once."""
+        (default: shutdown_grace), then hand the jobs of those still running back to the
+        queue (ready at once, the attempt given back). Safe from any thread; a second
+        call stops at once."""
         if self._stop_requested:
             self._abort_requested = True
         self._stop_grace = grace
@@ -567,13 +568,23 @@ class Worker:
                    grace=format_duration(grace)))
 
     def _abort(self, now: float) -> None:
-        """Stop now: settle what finished, tell running handlers to stop, renew nothing."""
+        """Stop now: settle what finished, hand back the jobs whose handlers still run (see
+        Runner.hand_back), tell those handlers to stop, renew nothing. A database that
+        does not answer leaves the jobs to their leases: they expire and a reap returns them."""
+        self._runner.collect(now)  # a handler that just finished: its own outcome, not a hand-back
+        if self._runner:
+            grace = self._stop_grace if self._stop_grace is not None else self.config.shutdown_grace
+            reason = (f"its shutdown grace {format_duration(grace)} ran out"
+                      if now >= self._grace_deadline else "a second stop request")
+            error = (f"worker {self.name} shut down before the handler finished ({reason}); "
+                     "the attempt was stopped and given back")
+            count = self._runner.hand_back(now, error)
+            if count:
+                log.warning(_("worker.handlers_left_running", worker=self.name, count=count))
         if self._outbox:
             self._settle_thread.hand(self._outbox.take())
+        self._runner.cancel_all(now)
         self._settle_thread.wait(self._watchdog.limit)  # a statement's time at most
         if self._settle_thread.in_flight:
             log.warning(_("worker.unsettled_at_exit", worker=self.name, count=self._settle_thread.in_flight,
                           error=self._settle_thread.fatal or "no answer from the database"))
-        if self._runner:
-            log.warning(_("worker.handlers_left_running", worker=self.name, count=len(self._runner)))
-        self._runner.cancel_all(now)
