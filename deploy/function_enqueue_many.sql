@@ -10,7 +10,7 @@
 begin;
 
 -- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
---                    group_keys, trace_context)
+--                    group_keys, trace_context, after_child, after_parent, after_policy)
 --   -> setof brooq.enqueued, one row per payload, in input order
 --
 -- The bulk path: enqueues many jobs of one topic in one call, in the caller's
@@ -32,6 +32,19 @@ begin;
 --                     array. The groups' rows of brooq.job_group are locked in key
 --                     order, so two batches cannot deadlock over them (single
 --                     enqueues into several groups in one transaction may: 40P01).
+--   after_child, after_parent   a workflow's edges, an edge list (SQL arrays cannot be
+--                     ragged): element after_child[i] (1-based) waits for
+--                     after_parent[i], a job id (> 0, an existing job of any topic),
+--                     or -k for element k of this same call, which must come earlier
+--                     (k < after_child[i]): so no cycle can be built. Arrays of one
+--                     length, at most 100,000 edges, at most 10,000 parents per
+--                     element; a repeated edge counts once. NULL = no edges. As
+--                     brooq.enqueue's after, per element; not with idempotency_keys
+--                     or group_keys.
+--   after_policy      as in brooq.enqueue, for every element with parents: under
+--                     cancel, an element with a dead or canceled parent is canceled
+--                     at its birth, and so are the elements of this call that wait
+--                     for it, transitively.
 --
 -- Returns: (id, created) per payload, in input order. When a key's old job is
 -- purged while the call runs, the job is inserted after all, as brooq.enqueue
@@ -39,7 +52,9 @@ begin;
 -- A key held by another transaction's uncommitted enqueue is waited for at most
 -- brooq.key_wait (default 5s), as in brooq.enqueue.
 -- Errors:
---   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL
+--   22004 null_value_not_allowed   topic, payloads, priority or a payload is NULL; a NULL
+--                                  element in after_child or after_parent
+--   23503 foreign_key_violation    an after_parent job id does not exist (named)
 --   42704 undefined_object         the topic was not declared
 --   54000 program_limit_exceeded   more than 10,000 payloads; a payload is too large
 --                                  (its index is named)
@@ -47,14 +62,23 @@ begin;
 --                                  keys array of another length; a key or group key
 --                                  too long; bad
 --                                  available_at or delay; brooq.key_wait not a duration;
---                                  a trace_context that is not a W3C trace context
+--                                  a trace_context that is not a W3C trace context;
+--                                  after_child and after_parent of different lengths,
+--                                  an edge that names no element or a later one, an
+--                                  unknown after_policy, edges with keys or groups
+--   54000 program_limit_exceeded   (also) more than 100,000 edges, more than 10,000
+--                                  parents for one element
 --   55P03 lock_not_available       a key or group held by an uncommitted transaction
 --                                  longer than brooq.key_wait
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
--- inserts or updates their rows of brooq.job_group; on error none.
+-- inserts or updates their rows of brooq.job_group; with edges, sets has_children on
+-- the parents named by id and locks them FOR SHARE (as brooq.enqueue), inserts one
+-- row per edge into brooq.job_edge; on error none.
 
--- 0.1.0's signature, without group_keys (harmless where it does not exist).
+-- 0.1.0's signature, without group_keys, and the one without the edges (harmless
+-- where they do not exist).
 drop function if exists brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval);
+drop function if exists brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb);
 
 create or replace function brooq.enqueue_many(
     topic text,
@@ -64,7 +88,10 @@ create or replace function brooq.enqueue_many(
     priority integer default 0,
     delay interval default null,
     group_keys text[] default null,
-    trace_context jsonb default null)
+    trace_context jsonb default null,
+    after_child integer[] default null,
+    after_parent bigint[] default null,
+    after_policy text default 'cancel')
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -87,6 +114,17 @@ declare
     v_groups text[];   -- per payload: its group ('' made NULL), or NULL for no groups at all
     v_seqs bigint[];   -- per payload: its group_seq
     v_trace jsonb := brooq._trace_context(enqueue_many.trace_context, 'brooq.enqueue_many');
+    -- workflows: the edges' parents named by id, locked, and their states; per element
+    v_policy text;
+    v_ext bigint[];
+    v_ext_states text[];
+    v_canceled integer[];   -- elements canceled at birth (under cancel)
+    v_causes bigint[];      -- per element of v_canceled: the parent that canceled it
+    v_states text[];
+    v_lefts integer[];
+    v_errors text[];
+    v_policies text[];
+    v_has boolean[];
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -127,6 +165,59 @@ begin
                   hint = 'Give one group key per payload (NULL for none), or NULL for no groups at all.';
     end if;
     v_at := brooq._available_at(v_now, enqueue_many.available_at, enqueue_many.delay);
+    if enqueue_many.after_child is not null or enqueue_many.after_parent is not null then
+        -- Workflows: the edges are checked here, before anything is written.
+        if array_ndims(enqueue_many.after_child) > 1 or array_ndims(enqueue_many.after_parent) > 1
+            or coalesce(cardinality(enqueue_many.after_child), 0) <> coalesce(cardinality(enqueue_many.after_parent), 0) then
+            raise exception 'after_child has % elements, after_parent has %',
+                    coalesce(cardinality(enqueue_many.after_child), 0), coalesce(cardinality(enqueue_many.after_parent), 0)
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Give the edges as two one-dimensional arrays of one length: element after_child[i] waits for after_parent[i].';
+        end if;
+        if cardinality(enqueue_many.after_child) > 100000 then
+            raise exception 'brooq.enqueue_many: % edges in one call, more than 100000', cardinality(enqueue_many.after_child)
+                using errcode = 'program_limit_exceeded',
+                      hint = 'Give at most 100000 edges per call; several calls may share one transaction.';
+        end if;
+        v_policy := coalesce(enqueue_many.after_policy, 'cancel');
+        if v_policy not in ('cancel', 'run') then
+            raise exception 'unknown after_policy "%"', left(v_policy, 40)
+                using errcode = 'invalid_parameter_value',
+                      hint = 'after_policy is cancel (a dead or canceled parent cancels its children) or run (a child runs once every parent has finished).';
+        end if;
+        if cardinality(enqueue_many.after_child) > 0
+            and (coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) > 0
+                 or coalesce(cardinality(array_remove(array_remove(enqueue_many.group_keys, null), '')), 0) > 0) then
+            raise exception 'brooq.enqueue_many: edges (after_child) with idempotency_keys or group_keys'
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Enqueue a workflow without keys or groups; make it idempotent by a key on a job that creates it.';
+        end if;
+        select e.ord, e.child, e.parent into v_bad
+          from unnest(enqueue_many.after_child, enqueue_many.after_parent) with ordinality as e(child, parent, ord)
+         where e.child is null or e.parent is null
+            or e.child not between 1 and v_n or e.parent = 0 or e.parent < 0 and -e.parent >= e.child
+         order by (e.child is null or e.parent is null) desc, e.ord
+         limit 1;
+        if found and (v_bad.child is null or v_bad.parent is null) then
+            raise exception 'edge % has a NULL after_child or after_parent', v_bad.ord
+                using errcode = 'null_value_not_allowed',
+                      hint = 'Give each edge its element (1-based) and its parent (a job id, or -k for element k).';
+        elsif found then
+            raise exception 'edge %: element % cannot wait for %', v_bad.ord, v_bad.child, v_bad.parent
+                using errcode = 'invalid_parameter_value',
+                      hint = format('after_child is an element of this call (1..%s); after_parent a job id (> 0), or -k for an earlier element k.', v_n);
+        end if;
+        select e.child, count(distinct e.parent) as n into v_bad
+          from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent)
+         group by e.child
+        having count(distinct e.parent) > 10000
+         limit 1;
+        if found then
+            raise exception 'element % has % parents, more than 10000', v_bad.child, v_bad.n
+                using errcode = 'program_limit_exceeded',
+                      hint = 'Name at most 10000 parents per job; for a larger fan-in, wait for intermediate jobs.';
+        end if;
+    end if;
     if v_n = 0 then
         return;
     end if;
@@ -168,6 +259,94 @@ begin
 
     -- Ids are drawn first, so that each input element knows its own row.
     v_ids := array(select nextval('brooq.job_id_seq'::regclass) from generate_series(1, v_n));
+
+    if cardinality(enqueue_many.after_child) > 0 then
+        -- The parents named by id: marked and locked as brooq.enqueue does.
+        v_ext := array(select distinct e.parent from unnest(enqueue_many.after_parent) as e(parent)
+                        where e.parent > 0 order by e.parent);
+        update brooq.job p set has_children = true
+         where p.id in (select q.id from brooq.job q
+                         where q.id = any(v_ext) and not q.has_children
+                         order by q.id
+                           for no key update);
+        select coalesce(array_agg(p.id order by p.id), '{}'), coalesce(array_agg(p.state::text order by p.id), '{}')
+          into v_ext, v_ext_states
+          from (select q.id, q.state from brooq.job q
+                 where q.id = any(v_ext)
+                 order by q.id
+                   for share) as p;
+        select e.parent into v_bad
+          from unnest(enqueue_many.after_parent) as e(parent)
+         where e.parent > 0 and not e.parent = any(v_ext)
+         order by e.parent
+         limit 1;
+        if found then
+            raise exception 'parent job % does not exist', v_bad.parent
+                using errcode = 'foreign_key_violation',
+                      hint = 'Name jobs that exist (a purged job no longer does), or -k for element k of this call.';
+        end if;
+        -- Canceled at birth (cancel only): an element with a dead or canceled parent,
+        -- and the elements that wait for one, transitively (ids name the cause).
+        if v_policy = 'cancel' then
+            with recursive edge as (
+                select distinct e.child, e.parent
+                  from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent)
+            ), gone(element, cause) as (
+                select e.child, e.parent
+                  from edge e
+                  join unnest(v_ext, v_ext_states) as x(id, state) on x.id = e.parent
+                 where x.state in ('dead', 'canceled')
+                union
+                select e.child, v_ids[g.element]
+                  from gone g
+                  join edge e on e.parent = -g.element
+            )
+            select array_agg(g.element order by g.element), array_agg(g.cause order by g.element)
+              into v_canceled, v_causes
+              from (select g.element, min(g.cause) as cause from gone g group by g.element) as g;
+        end if;
+        select array_agg(case when c.element is not null then 'canceled'
+                              when coalesce(l.n, 0) > 0 then 'waiting' else 'pending' end order by i.i),
+               array_agg(coalesce(l.n, 0) order by i.i),
+               array_agg(case when c.element is null then null
+                              else format('parent job %s ended %s (after_policy cancel)', c.cause,
+                                          coalesce(v_ext_states[array_position(v_ext, c.cause)], 'canceled')) end
+                         order by i.i),
+               array_agg(case when l.child is not null then v_policy end order by i.i),
+               array_agg(h.parent is not null order by i.i)
+          into v_states, v_lefts, v_errors, v_policies, v_has
+          from generate_series(1, v_n) as i(i)
+          left join (select e.child,
+                            count(distinct e.parent) filter (
+                                where e.parent < 0 and not coalesce(-e.parent = any(v_canceled), false)
+                                   or e.parent > 0 and v_ext_states[array_position(v_ext, e.parent)]
+                                                       not in ('done', 'dead', 'canceled')) as n
+                       from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent)
+                      group by e.child) as l on l.child = i.i
+          left join unnest(v_canceled, v_causes) as c(element, cause) on c.element = i.i
+          left join (select distinct -e.parent as parent
+                       from unnest(enqueue_many.after_parent) as e(parent)
+                      where e.parent < 0) as h on h.parent = i.i;
+
+        insert into brooq.job (id, topic, payload, priority, max_attempts, available_at, created_at,
+                               updated_at, trace_context, state, parents_left, after_policy, last_error,
+                               has_children)
+        select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts, v_at, v_now,
+               v_now, v_trace, u.state, u.parents_left, u.after_policy, u.last_error, u.has_children
+          from unnest(v_ids, enqueue_many.payloads, v_states, v_lefts, v_policies, v_errors, v_has)
+               as u(id, payload, state, parents_left, after_policy, last_error, has_children);
+        insert into brooq.job_edge (parent, child, settled)
+        select distinct case when e.parent < 0 then v_ids[-e.parent] else e.parent end, v_ids[e.child],
+               case when e.parent < 0 then coalesce(-e.parent = any(v_canceled), false)
+                    else v_ext_states[array_position(v_ext, e.parent)] in ('done', 'dead', 'canceled') end
+          from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent);
+        if v_notify and v_at <= v_now and 'pending' = any(v_states) then
+            perform pg_notify('brooq', enqueue_many.topic);
+        end if;
+        return query
+        select r.id, true from unnest(v_ids) with ordinality as r(id, ord) order by r.ord;
+        return;
+    end if;
 
     if coalesce(cardinality(array_remove(array_remove(enqueue_many.group_keys, null), '')), 0) > 0 then
         -- Ordered groups: each group's next numbers, under its row of brooq.job_group
@@ -268,10 +447,10 @@ begin
 end
 $$;
 
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
-'Enqueue many jobs of one topic in one call, in ordered groups when group_keys is given; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000 (also more than 10000 payloads), 22023 (as enqueue, naming the element; arrays of more than one dimension; a bad trace_context), 55P03 (a key held too long, as enqueue).';
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text) is
+'Enqueue many jobs of one topic in one call, in ordered groups when group_keys is given; returns (id, created) per payload in input order; after_child/after_parent: element after_child[i] waits for the job after_parent[i] (> 0) or for element -after_parent[i] of this call. Errors: 22004, 23503 (an unknown parent), 42704, 54000 (also more than 10000 payloads or 100000 edges), 22023 (as enqueue, naming the element; arrays of more than one dimension; a bad trace_context; a bad edge), 55P03 (a key held too long, as enqueue).';
 
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
-grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) to brooq_producer;
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text) from public;
+grant execute on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text) to brooq_producer;
 
 commit;

@@ -38,7 +38,8 @@ begin;
 --   retain_done => false     a job settled done is deleted by this very call
 --                            (reported as done all the same; its result is not
 --                            stored); a job somebody watches (brooq.watch) is
---                            kept, so its waiter reads its fate.
+--                            kept, so its waiter reads its fate; so is a job
+--                            with children (workflows), for their handlers.
 --   retain_payload => false  the payload becomes 'null'::jsonb when the job becomes
 --                            terminal (done, dead, canceled), by any outcome.
 -- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
@@ -46,6 +47,9 @@ begin;
 -- becomes last_error (cut to 2000 characters).
 -- A watched job (brooq.watch) made terminal is announced with NOTIFY
 -- brooq_settled, its id as payload.
+-- Workflows: a job made terminal that has children (has_children) is handed to
+-- brooq._release in this transaction: its waiting children become pending when it
+-- was their last parent, or canceled by its dead or canceled end (after_policy).
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -66,7 +70,8 @@ begin;
 --   54000 program_limit_exceeded   more than 10,000 jobs; a result larger than its
 --                                  topic's max_payload_bytes (nothing is written)
 -- Touches: updates (or, retain_done => false, deletes) up to cardinality(job_ids)
--- rows of brooq.job.
+-- rows of brooq.job; through brooq._release, the edges and waiting children of
+-- the jobs it made terminal that have children.
 create or replace function brooq.settle_many(
     worker text,
     job_ids bigint[],
@@ -88,6 +93,9 @@ declare
     v_n integer := coalesce(cardinality(settle_many.job_ids), 0);
     v_bad record;
     v_dropped integer := 0;
+    v_rows brooq.settled[];
+    v_parents bigint[];    -- jobs made terminal that have children (workflows)
+    v_ends text[];
 begin
     if settle_many.worker is null or settle_many.job_ids is null
         or settle_many.lease_tokens is null or settle_many.outcomes is null then
@@ -170,12 +178,16 @@ begin
            and j.lease_token = u.token
            and t.name = j.topic
            and u.outcome = 'done' and not t.retain_done
+           and not j.has_children  -- a parent is kept for its children's handlers (purge deletes it later)
            and not exists (select from brooq.job_watch w where w.job_id = j.id)
         returning j.id, 'done'::brooq.job_state;
         get diagnostics v_dropped = row_count;
     end if;
     if v_dropped < v_n then
-        return query
+        -- The rows are collected, so that the jobs made terminal that have children
+        -- (has_children, read from the row this update writes anyway) are known:
+        -- a job without children costs nothing more.
+        with settled as (
         update brooq.job j
            set state = case
                    when u.outcome = 'done' then 'done'
@@ -218,7 +230,18 @@ begin
            and j.locked_by = settle_many.worker
            and j.lease_token = u.token
            and t.name = j.topic
-        returning j.id, j.state;
+        returning j.id, j.state, j.has_children
+        )
+        select coalesce(array_agg(row(s.id, s.state)::brooq.settled), '{}'),
+               array_agg(s.id) filter (where s.has_children and s.state in ('done', 'dead', 'canceled')),
+               array_agg(s.state::text) filter (where s.has_children and s.state in ('done', 'dead', 'canceled'))
+          into v_rows, v_parents, v_ends
+          from settled s;
+        return query select * from unnest(v_rows);
+        -- Workflows: their waiting children, in this transaction (docs/architecture.md).
+        if v_parents is not null then
+            perform brooq._release(v_parents, v_ends);
+        end if;
     end if;
 
     -- Wake brooq.wait's waiters of the jobs this call made terminal (none watching,

@@ -1,10 +1,10 @@
 -- Revert brooq:function_enqueue from pg
--- Written by hand (the rework added group_key and trace_context to the signature): drops the new signature, then
+-- Written by hand (the rework added group_key, trace_context, after and after_policy to the signature): drops the new signature, then
 -- restores function_enqueue@v0.1.0, the body of its deploy script.
 
 begin;
 
-drop function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb);
+drop function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text);
 
 -- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay)
 --   -> setof brooq.enqueued (exactly one row)

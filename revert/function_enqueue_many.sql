@@ -1,10 +1,10 @@
 -- Revert brooq:function_enqueue_many from pg
--- Written by hand (the rework added group_keys and trace_context to the signature): drops the new signature, then
+-- Written by hand (the rework added group_keys, trace_context and the edges to the signature): drops the new signature, then
 -- restores function_enqueue_many@v0.1.0, the body of its deploy script.
 
 begin;
 
-drop function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb);
+drop function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text);
 
 -- brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay)
 --   -> setof brooq.enqueued, one row per payload, in input order

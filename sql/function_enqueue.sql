@@ -1,5 +1,6 @@
 -- brooq.enqueue(topic, payload, idempotency_key, available_at, priority, delay,
---               group_key, trace_context) -> setof brooq.enqueued (exactly one row)
+--               group_key, trace_context, after, after_policy)
+--   -> setof brooq.enqueued (exactly one row)
 --
 -- Inserts one job in the caller's transaction: your own writes and the job
 -- commit or roll back together.
@@ -26,6 +27,18 @@
 --                    {"traceparent": "00-<32 hex>-<16 hex>-<2 hex>"} and optionally
 --                    "tracestate" (at most 512 characters); claim hands it to the
 --                    worker. NULL or '{}' = none (see brooq._trace_context)
+--   after            the ids of the jobs this one waits for, its parents (a workflow,
+--                    docs/architecture.md "Workflows"): at most 10,000, existing
+--                    jobs of any topic; repeats count once. While one has not
+--                    finished, the job is waiting (never claimed); the settle that
+--                    finishes its last parent makes it pending, in the same
+--                    transaction. NULL or '{}' = no parents. Not with group_key.
+--   after_policy     what a parent that ends dead or canceled does: 'cancel' (the
+--                    default; NULL too) cancels this job at once, last_error naming
+--                    the parent, and its waiting descendants under cancel too;
+--                    'run' counts it as finished (the job runs once all its parents
+--                    have finished, whatever their outcome). A parent already
+--                    finished at this enqueue counts the same way.
 --
 -- Returns: (id, created). A repeated key returns the existing job's id with
 -- created = false and writes nothing, also when the first enqueue is concurrent.
@@ -36,22 +49,31 @@
 -- one transaction), unless the topic was declared with notify => false or the job
 -- is not ready yet.
 -- Errors:
---   22004 null_value_not_allowed    topic, payload or priority is NULL
+--   22004 null_value_not_allowed    topic, payload or priority is NULL; a NULL parent id
+--   23503 foreign_key_violation     a parent in after does not exist (the first is named)
 --   42704 undefined_object          the topic was not declared
 --   54000 program_limit_exceeded    the payload is larger than max_payload_bytes
 --   22023 invalid_parameter_value   key or group_key longer than 255 characters; available_at
 --                                   not finite or from 9999-12-31 on; delay negative
 --                                   or over 100 years; both available_at and delay
 --                                   given; brooq.key_wait not a duration; a
---                                   trace_context that is not a W3C trace context
+--                                   trace_context that is not a W3C trace context;
+--                                   an unknown after_policy; after of more than one
+--                                   dimension, or with a group_key
+--   54000 program_limit_exceeded    more than 10,000 parents
 --   55P03 lock_not_available        another transaction's enqueue of the same key,
 --                                   or into the same group, stayed uncommitted
 --                                   longer than brooq.key_wait
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
--- a group, inserts or updates its row of brooq.job_group.
+-- a group, inserts or updates its row of brooq.job_group. With parents: sets their
+-- has_children (the first child of each) and locks them FOR SHARE to this
+-- transaction's end (a settle of a parent waits for the commit, then releases this
+-- job), inserts one row per parent into brooq.job_edge.
 
--- 0.1.0's signature, without group_key and trace_context (harmless where it does not exist).
+-- 0.1.0's signature, without group_key and trace_context, and the one without after
+-- and after_policy (harmless where they do not exist).
 drop function if exists brooq.enqueue(text, jsonb, text, timestamptz, integer, interval);
+drop function if exists brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb);
 
 create or replace function brooq.enqueue(
     topic text,
@@ -61,7 +83,9 @@ create or replace function brooq.enqueue(
     priority integer default 0,
     delay interval default null,
     group_key text default null,
-    trace_context jsonb default null)
+    trace_context jsonb default null,
+    after bigint[] default null,
+    after_policy text default 'cancel')
 returns setof brooq.enqueued
 language plpgsql
 security definer
@@ -80,6 +104,14 @@ declare
     v_group text := nullif(enqueue.group_key, '');
     v_seq bigint;
     v_trace jsonb;
+    -- workflows: the new job's state, parents not finished yet, policy, cause
+    v_state text := 'pending';
+    v_left integer := 0;
+    v_policy text;
+    v_error text;
+    v_parents bigint[];
+    v_found integer;
+    v_bad bigint;
 begin
     if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
         raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
@@ -119,6 +151,72 @@ begin
     if enqueue.trace_context is not null then
         v_trace := brooq._trace_context(enqueue.trace_context, 'brooq.enqueue');
     end if;
+    if enqueue.after is not null then
+        -- Workflows (only a job with parents pays for this block).
+        if array_ndims(enqueue.after) > 1 then
+            raise exception 'brooq.enqueue: after must be a one-dimensional array'
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Pass array[parent_id, ...].';
+        end if;
+        if array_position(enqueue.after, null) is not null then
+            raise exception 'brooq.enqueue: after holds a NULL parent id'
+                using errcode = 'null_value_not_allowed',
+                      hint = 'Pass the ids that enqueue returned for the parents.';
+        end if;
+        v_policy := coalesce(enqueue.after_policy, 'cancel');
+        if v_policy not in ('cancel', 'run') then
+            raise exception 'unknown after_policy "%"', left(v_policy, 40)
+                using errcode = 'invalid_parameter_value',
+                      hint = 'after_policy is cancel (a dead or canceled parent cancels this job) or run (it runs once every parent has finished).';
+        end if;
+        v_parents := array(select distinct a from unnest(enqueue.after) as a order by a);
+        if cardinality(v_parents) > 10000 then
+            raise exception 'brooq.enqueue: % parents, more than 10000', cardinality(v_parents)
+                using errcode = 'program_limit_exceeded',
+                      hint = 'Name at most 10000 parents; for a larger fan-in, wait for intermediate jobs.';
+        end if;
+        if v_group is not null and cardinality(v_parents) > 0 then
+            raise exception 'brooq.enqueue: a job with parents (after) cannot have a group_key "%"', left(v_group, 40)
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Give either after or group_key.';
+        end if;
+        if cardinality(v_parents) = 0 then
+            v_parents := null;
+            v_policy := null;
+        else
+            -- The first child of a parent marks it (its settle then calls
+            -- brooq._release), its row locked in id order; every parent is then
+            -- locked FOR SHARE to this transaction's end: a concurrent settle of a
+            -- parent waits for this commit (and then sees this job's edge), or
+            -- this waits for the settle's commit and reads the parent's end.
+            update brooq.job p set has_children = true
+             where p.id in (select q.id from brooq.job q
+                             where q.id = any(v_parents) and not q.has_children
+                             order by q.id
+                               for no key update);
+            select count(*), count(*) filter (where p.state not in ('done', 'dead', 'canceled')),
+                   min(p.id) filter (where p.state in ('dead', 'canceled'))
+              into v_found, v_left, v_bad
+              from (select q.id, q.state from brooq.job q
+                     where q.id = any(v_parents)
+                     order by q.id
+                       for share) as p;
+            if v_found < cardinality(v_parents) then
+                raise exception 'parent job % does not exist',
+                        (select a from unnest(v_parents) as a
+                          where not exists (select from brooq.job j where j.id = a) order by a limit 1)
+                    using errcode = 'foreign_key_violation',
+                          hint = 'Name jobs that exist (a purged job no longer does); within one call, enqueue_many can refer to its earlier elements.';
+            end if;
+            if v_bad is not null and v_policy = 'cancel' then
+                v_state := 'canceled';
+                v_error := format('parent job %s ended %s (after_policy cancel)', v_bad,
+                                  (select j.state from brooq.job j where j.id = v_bad));
+            elsif v_left > 0 then
+                v_state := 'waiting';
+            end if;
+        end if;
+    end if;
     if v_key is not null or v_group is not null then
         -- ON CONFLICT waits for another transaction's uncommitted row of this key:
         -- bound that wait (no EXCEPTION block to reword the error: a subtransaction
@@ -139,17 +237,18 @@ begin
     -- WAL record and a confirmation per job) for an index the row never enters.
     if v_key is null then
         insert into brooq.job (topic, payload, priority, max_attempts, available_at,
-                               created_at, updated_at, group_key, group_seq, trace_context)
+                               created_at, updated_at, group_key, group_seq, trace_context,
+                               state, parents_left, after_policy, last_error)
         values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_at,
-                v_now, v_now, v_group, v_seq, v_trace)
+                v_now, v_now, v_group, v_seq, v_trace, v_state, v_left, v_policy, v_error)
         returning id into v_id;
     else
         loop
             insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
                                    available_at, created_at, updated_at, group_key, group_seq,
-                                   trace_context)
+                                   trace_context, state, parents_left, after_policy, last_error)
             values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
-                    v_at, v_now, v_now, v_group, v_seq, v_trace)
+                    v_at, v_now, v_now, v_group, v_seq, v_trace, v_state, v_left, v_policy, v_error)
             on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
             returning id into v_id;
             exit when v_id is not null;
@@ -168,15 +267,20 @@ begin
     if v_key is not null or v_group is not null then
         perform set_config('lock_timeout', v_lock_timeout, true);
     end if;
-    if v_notify and v_at <= v_now then
+    if v_parents is not null then
+        insert into brooq.job_edge (parent, child, settled)
+        select p.id, v_id, p.state in ('done', 'dead', 'canceled')
+          from brooq.job p where p.id = any(v_parents);
+    end if;
+    if v_notify and v_at <= v_now and v_state = 'pending' then
         perform pg_notify('brooq', enqueue.topic);
     end if;
     return query select v_id, true;
 end
 $$;
 
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) is
-'Enqueue one job in the caller''s transaction, in an ordered group when group_key is given; returns (id, created). Errors: 22004 NULL argument, 42704 unknown topic, 54000 payload too large, 22023 bad key, group_key, time, delay or trace_context, 55P03 the key or group held by an uncommitted transaction longer than brooq.key_wait.';
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text) is
+'Enqueue one job in the caller''s transaction, in an ordered group when group_key is given, waiting for its parents when after is given; returns (id, created). Errors: 22004 NULL argument or parent id, 23503 unknown parent, 42704 unknown topic, 54000 payload too large or more than 10000 parents, 22023 bad key, group_key, time, delay, trace_context, after or after_policy, 55P03 the key or group held by an uncommitted transaction longer than brooq.key_wait.';
 
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) to brooq_producer;
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text) to brooq_producer;

@@ -8,6 +8,9 @@
 -- pending, processing or failed are never deleted, however old. A deleted job's
 -- idempotency key becomes free again. The jobs deleted are added to the topic's
 -- row of brooq.retention_stat (brooq.retention_stats: deleted, last_purge_at).
+-- Workflows: a job with a child that has not finished is kept (the child's handler
+-- may read its result), and deleted by a later purge once its children have
+-- finished; a job deleted takes its edges to its parents (brooq.job_edge) along.
 --
 -- Parameters:
 --   batch_size  1 to 100000 (default 1000)
@@ -15,7 +18,8 @@
 -- Errors:
 --   22004 null_value_not_allowed   batch_size is NULL
 --   22023 invalid_parameter_value  batch_size out of range
--- Touches: deletes up to batch_size rows of brooq.job; upserts a row of
+-- Touches: deletes up to batch_size rows of brooq.job, and the edges of those that
+-- had parents from brooq.job_edge; upserts a row of
 -- brooq.retention_stat per topic it deleted jobs of.
 create or replace function brooq.purge(batch_size integer default 1000)
 returns bigint
@@ -54,14 +58,26 @@ begin
              where j.topic = v_topic
                and j.state in ('done', 'dead', 'canceled')
                and j.updated_at < v_now - v_retention
+               -- a parent stays while a child of it has not finished (workflows)
+               and not (j.has_children
+                        and exists (select from brooq.job_edge e
+                                      join brooq.job c on c.id = e.child
+                                     where e.parent = j.id
+                                       and c.state not in ('done', 'dead', 'canceled')))
              order by j.updated_at
              limit purge.batch_size - v_deleted
                for update skip locked
+        ), gone as (
+            delete from brooq.job j
+             using due
+             where j.id = due.id
+            returning j.id, j.after_policy
+        ), edges as (
+            delete from brooq.job_edge e
+             using gone g
+             where g.after_policy is not null and e.child = g.id
         )
-        delete from brooq.job j
-         using due
-         where j.id = due.id;
-        get diagnostics v_rows = row_count;
+        select count(*) into v_rows from gone;
         if v_rows > 0 then
             -- counted per topic for brooq.retention_stats (one upsert per topic and batch)
             insert into brooq.retention_stat as s (topic, deleted, last_purge_at)

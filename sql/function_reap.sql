@@ -34,7 +34,10 @@
 -- Errors:
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
--- Touches: updates up to max_jobs rows of brooq.job.
+-- Workflows: a job it makes dead that has children hands them to brooq._release
+-- in this transaction (canceled under after_policy cancel, transitively).
+-- Touches: updates up to max_jobs rows of brooq.job; through brooq._release, the
+-- edges and waiting descendants of the jobs it made dead.
 create or replace function brooq.reap(max_jobs integer default 1000)
 returns setof brooq.reaped
 language plpgsql
@@ -43,6 +46,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now timestamptz := brooq._now();
+    v_rows brooq.reaped[];
+    v_parents bigint[];   -- jobs made dead that have children (workflows)
 begin
     if reap.max_jobs is null then
         raise exception 'brooq.reap: max_jobs must not be NULL'
@@ -57,7 +62,6 @@ begin
 
     -- Topics are never deleted; a job of an unknown topic (written by hand) takes
     -- the default of 5.
-    return query
     with expired as (
         select j.id,
                j.first_claimed_at + t.max_execution as deadline,
@@ -76,6 +80,7 @@ begin
          limit reap.max_jobs
            for no key update of j skip locked
     )
+    , reaped as (
     update brooq.job j
        set state = case
                when e.overdue and j.attempts >= j.max_attempts then 'dead'
@@ -111,7 +116,17 @@ begin
            updated_at = v_now
       from expired e
      where j.id = e.id
-    returning j.id, j.topic;
+    returning j.id, j.topic, j.state, j.has_children
+    )
+    select coalesce(array_agg(row(r.id, r.topic)::brooq.reaped), '{}'),
+           array_agg(r.id) filter (where r.has_children and r.state = 'dead')
+      into v_rows, v_parents
+      from reaped r;
+    -- Workflows: the waiting children of a job made dead follow their after_policy.
+    if v_parents is not null then
+        perform brooq._release(v_parents, array_fill('dead'::text, array[cardinality(v_parents)]));
+    end if;
+    return query select * from unnest(v_rows);
 end
 $$;
 

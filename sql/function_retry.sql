@@ -23,6 +23,10 @@
 --                  drawn under the group's row lock as enqueue does (brooq.job_group),
 --                  so the re-driven job runs after the jobs of its group already
 --                  queued, never beside one that runs
+--   workflows      a canceled child whose parents have not all finished
+--                  (parents_left > 0) goes back to waiting, not pending; a
+--                  re-driven parent does not re-arm the children its end already
+--                  settled (canceled under after_policy cancel): re-drive them too
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
 -- topic was declared with notify => false).
 --
@@ -81,7 +85,8 @@ begin
 
     with redriven as (
         update brooq.job j
-           set state = 'pending',
+           -- workflows: a canceled child with parents still to finish waits again
+           set state = case when j.parents_left > 0 then 'waiting' else 'pending' end,
                available_at = v_now,
                max_attempts = least(j.attempts::bigint
                                     + coalesce((select t.max_attempts from brooq.topic t where t.name = j.topic), 5),

@@ -98,6 +98,7 @@ BY_SQLSTATE: dict[str, type[BrooqError]] = {
     "42704": UnknownTopic,
     "22023": InvalidArgument,
     "22004": InvalidArgument,
+    "23503": InvalidArgument,  # a workflow's parent that does not exist
     "54000": PayloadTooLarge,
     "42501": PermissionDenied,
     "55000": PgCronMissing,

@@ -5,10 +5,10 @@ select plan(61);
 
 -- Structure -------------------------------------------------------------------
 
-select has_function('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text', 'jsonb']);
-select function_returns('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text', 'jsonb'],
+select has_function('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text', 'jsonb', 'bigint[]', 'text']);
+select function_returns('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text', 'jsonb', 'bigint[]', 'text'],
     'setof brooq.enqueued', 'enqueue returns setof brooq.enqueued');
-select is_definer('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text', 'jsonb']);
+select is_definer('brooq', 'enqueue', array['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'interval', 'text', 'jsonb', 'bigint[]', 'text']);
 
 -- Behaviour: the new job -----------------------------------------------------------
 

@@ -7,12 +7,12 @@ select plan(38);
 -- Structure -------------------------------------------------------------------
 
 select has_function('brooq', 'enqueue_many',
-    array['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer', 'interval', 'text[]', 'jsonb']);
+    array['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer', 'interval', 'text[]', 'jsonb', 'integer[]', 'bigint[]', 'text']);
 select function_returns('brooq', 'enqueue_many',
-    array['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer', 'interval', 'text[]', 'jsonb'],
+    array['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer', 'interval', 'text[]', 'jsonb', 'integer[]', 'bigint[]', 'text'],
     'setof brooq.enqueued', 'enqueue_many returns setof brooq.enqueued');
 select is_definer('brooq', 'enqueue_many',
-    array['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer', 'interval', 'text[]', 'jsonb']);
+    array['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer', 'interval', 'text[]', 'jsonb', 'integer[]', 'bigint[]', 'text']);
 
 -- Behaviour ----------------------------------------------------------------------
 

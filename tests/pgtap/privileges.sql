@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(257);
+select plan(265);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -26,8 +26,9 @@ insert into matrix values
     ('brooq._write_topic(brooq.topic)', false, false, false),
     ('brooq.pause_topic(text)', false, false, true),
     ('brooq.resume_topic(text)', false, false, true),
-    ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb)', true, false, true),
-    ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)', true, false, true),
+    ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text)', true, false, true),
+    ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text)', true, false, true),
+    ('brooq._release(bigint[], text[])', false, false, false),
     ('brooq.claim(text, text[], integer, interval)', false, true, true),
     ('brooq.settle(bigint, text, bigint, text, text, interval, jsonb)', false, true, true),
     ('brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[])', false, true, true),
@@ -111,6 +112,14 @@ select id as j from brooq.enqueue('t.priv', '{"n": 1}') \gset
 set local role brooq_producer;
 select lives_ok($$ select brooq.enqueue('t.priv', '{"by": "producer"}') $$, 'producer: enqueue');
 select lives_ok($$ select brooq.enqueue_many('t.priv', array['{"by": "producer"}']::jsonb[]) $$, 'producer: enqueue_many');
+select lives_ok(format($$ select brooq.enqueue('t.priv', '{"by": "producer", "after": true}', after => array[%s]::bigint[]) $$, :j),
+    'producer: enqueue a job that waits for another (workflows)');
+select lives_ok(format($$ select brooq.enqueue_many('t.priv', array['{}', '{}']::jsonb[], after_child => array[1, 2],
+                                                    after_parent => array[%s, -1]::bigint[]) $$, :j),
+    'producer: enqueue_many with edges');
+select throws_ok($$ select * from brooq.job_edge $$, '42501', 'permission denied for table job_edge', 'producer: no select on job_edge');
+select throws_ok($$ select brooq._release(array[1]::bigint[], array['done']) $$, '42501', 'permission denied for function _release',
+    'producer: no _release (only the functions that end a job call it)');
 select throws_ok($$ select brooq.claim('p', array['t.priv']) $$, '42501', 'permission denied for function claim', 'producer: no claim');
 select throws_ok(format($$ select brooq.settle(%s, 'p', 1, 'done') $$, :j), '42501', 'permission denied for function settle',
     'producer: no settle');

@@ -7,8 +7,9 @@ select plan(72);
 -- Structure -------------------------------------------------------------------
 
 select has_schema('brooq');
-select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'flow_lock', 'job_group', 'schedule', 'retention_stat'],
-    'brooq has exactly the tables topic, job, job_watch, claim_window, flow_lock, job_group, schedule and retention_stat');
+select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'flow_lock', 'job_group', 'schedule', 'retention_stat',
+                                 'job_edge'],
+    'brooq has exactly the tables topic, job, job_watch, claim_window, flow_lock, job_group, schedule, retention_stat and job_edge');
 select views_are('brooq', array['topics', 'topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats'],
     'brooq has exactly the views topics, topic_stats, in_flight, jobs, schedules and retention_stats');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check'],
@@ -18,8 +19,8 @@ select domain_type_is('brooq', 'job_state', 'text', 'job_state is a text domain 
 select is(
     (select pg_get_constraintdef(c.oid) from pg_constraint c where c.contypid = 'brooq.job_state'::regtype
         and c.conname = 'job_state_known'),
-    $$CHECK ((VALUE = ANY (ARRAY['pending'::text, 'processing'::text, 'done'::text, 'failed'::text, 'dead'::text, 'canceled'::text])))$$,
-    'job_state_known allows exactly the six states');
+    $$CHECK ((VALUE = ANY (ARRAY['pending'::text, 'processing'::text, 'done'::text, 'failed'::text, 'dead'::text, 'canceled'::text, 'waiting'::text])))$$,
+    'job_state_known allows exactly the seven states');
 
 select columns_are('brooq', 'topic',
     array['name', 'max_attempts', 'backoff_base', 'backoff_max', 'retention', 'max_payload_bytes',
@@ -42,7 +43,7 @@ select columns_are('brooq', 'job',
     array['id', 'topic', 'payload', 'state', 'priority', 'attempts', 'max_attempts', 'idempotency_key',
           'available_at', 'created_at', 'updated_at', 'locked_by', 'locked_until', 'lease_token',
           'last_error', 'result', 'lease_losses', 'progress', 'first_claimed_at', 'group_key', 'group_seq',
-          'trace_context']);
+          'trace_context', 'after_policy', 'parents_left', 'has_children']);
 select col_is_pk('brooq', 'job', 'id', 'job is keyed by id');
 select col_type_is('brooq', 'job', 'id', 'bigint', 'job ids are bigint');
 select col_type_is('brooq', 'job', 'payload', 'jsonb', 'the payload is jsonb');
@@ -62,7 +63,8 @@ select has_sequence('brooq', 'job_id_seq', 'the identity sequence is brooq.job_i
 select set_eq(
     $$ select conname::text from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'c' $$,
     array['job_lease_iff_processing', 'job_attempts_not_negative', 'job_idempotency_key_not_empty',
-          'job_lease_losses_not_negative', 'job_group_key_valid', 'job_group_seq_iff_key'],
+          'job_lease_losses_not_negative', 'job_group_key_valid', 'job_group_seq_iff_key',
+          'job_after_policy_known', 'job_parents_left_not_negative', 'job_waiting_iff_parents_left'],
     'job has its named CHECK constraints');
 select is(
     (select count(*)::int from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'f'), 0,

@@ -1,0 +1,7 @@
+-- Revert brooq:table_job_edge from pg
+
+begin;
+
+drop table brooq.job_edge;
+
+commit;
