@@ -514,6 +514,18 @@ def test_an_ordered_group_stays_on_one_partition(four: Cluster4, router: psycopg
         router.execute("select brooq.enqueue_many('mail', array['{}']::jsonb[], group_keys => array['a', 'b'])")
 
 
+def test_a_workflow_stays_on_one_partition(four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    """A child goes to its first parent's partition, an enqueue_many with edges whole to one."""
+    (parent,) = router.execute("select id from brooq.enqueue('mail', '{}')").fetchone()
+    (child,) = router.execute("select id from brooq.enqueue('mail', '{}', after => array[%s]::bigint[])",
+                              (parent,)).fetchone()
+    rows = router.execute("select id from brooq.enqueue_many('mail', array['{}', '{}']::jsonb[], "
+                          "after_child => array[1, 2], after_parent => array[%s, -1]::bigint[])", (parent,)).fetchall()
+    assert {i >> STRIDE for i in [child, *(r[0] for r in rows)]} == {parent >> STRIDE}
+    (state,), = router.execute("select state from brooq.job_fate(%s)", (child,)).fetchall()
+    assert state == "waiting"
+
+
 def test_the_router_mirrors_the_node_signatures(four: Cluster4, router: psycopg.Connection[Any]) -> None:
     """A change of these functions' arguments in sql/ needs the same in proxy/deploy/router.sql
     (a client that names the new argument would fail through the router)."""

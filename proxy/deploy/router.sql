@@ -73,7 +73,24 @@ create type brooq.job_fate as (
 );
 comment on type brooq.job_fate is 'A job and its outcome, as the view brooq.jobs of its partition shows it.';
 
--- enqueue: one partition, chosen by brooq_proxy.route(topic, idempotency_key, group_key).
+-- A workflow stays on one partition: a job with parents goes to its first parent's
+-- partition (a parent on another partition is unknown there: 23503); else
+-- brooq_proxy.route(topic, idempotency_key, group_key).
+create function brooq_proxy.route_after(topic text, idempotency_key text, group_key text, after bigint[])
+returns integer
+language sql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when pg_catalog.cardinality(route_after.after) > 0 and route_after.after[1] is not null
+                then brooq_proxy.partition_of(route_after.after[1])
+                else brooq_proxy.route(route_after.topic, route_after.idempotency_key, route_after.group_key)
+           end;
+$$;
+comment on function brooq_proxy.route_after(text, text, text, bigint[]) is
+'Where a new job goes: its first parent''s partition (a workflow stays on one partition), else brooq_proxy.route.';
+
+-- enqueue: one partition, chosen by brooq_proxy.route_after(topic, idempotency_key, group_key, after).
 create function brooq.enqueue(
     topic text,
     payload jsonb default '{}',
@@ -82,15 +99,17 @@ create function brooq.enqueue(
     priority integer default 0,
     delay interval default null,
     group_key text default null,
-    trace_context jsonb default null)
+    trace_context jsonb default null,
+    after bigint[] default null,
+    after_policy text default 'cancel')
 returns setof brooq.enqueued
 language plproxy
 as $$
     cluster 'brooq';
-    run on brooq_proxy.route(topic, idempotency_key, group_key);
+    run on brooq_proxy.route_after(topic, idempotency_key, group_key, after);
 $$;
-comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) is
-'Router: enqueues on the partition of hash(topic, group) or hash(topic, key), or on a random one without either.';
+comment on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text) is
+'Router: enqueues on the partition of its first parent (after), of hash(topic, group) or hash(topic, key), or on a random one without either.';
 
 -- enqueue_many: the batch split by partition, one call per partition, in
 -- parallel; the answer put back in input order by the ordinals sent along.
@@ -144,6 +163,32 @@ $$;
 comment on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
 'Private to the router''s brooq.enqueue_many: the whole call to one partition, for its errors.';
 
+-- A workflow's batch, whole, to one partition: that of its first parent named by id
+-- (a parent on another partition is unknown there: 23503), or a random one.
+create function brooq_proxy._enqueue_many_on(
+    part integer,
+    topic text,
+    payloads jsonb[],
+    idempotency_keys text[],
+    available_at timestamptz,
+    priority integer,
+    delay interval,
+    group_keys text[],
+    trace_context jsonb,
+    after_child integer[],
+    after_parent bigint[],
+    after_policy text)
+returns setof brooq.enqueued
+language plproxy
+as $$
+    cluster 'brooq';
+    run on part;
+    select * from brooq.enqueue_many(topic, payloads, idempotency_keys, available_at, priority, delay,
+                                     group_keys, trace_context, after_child, after_parent, after_policy);
+$$;
+comment on function brooq_proxy._enqueue_many_on(integer, text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text) is
+'Private to the router''s brooq.enqueue_many: a batch with edges, whole, to one partition.';
+
 create function brooq.enqueue_many(
     topic text,
     payloads jsonb[],
@@ -152,7 +197,10 @@ create function brooq.enqueue_many(
     priority integer default 0,
     delay interval default null,
     group_keys text[] default null,
-    trace_context jsonb default null)
+    trace_context jsonb default null,
+    after_child integer[] default null,
+    after_parent bigint[] default null,
+    after_policy text default 'cancel')
 returns setof brooq.enqueued
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -164,6 +212,17 @@ declare
     v_ordinals integer[];
     v_routes integer[];
 begin
+    if enqueue_many.after_child is not null or enqueue_many.after_parent is not null then
+        -- A workflow: the whole batch on one partition, which checks the edges.
+        return query select * from brooq_proxy._enqueue_many_on(
+            coalesce((select brooq_proxy.partition_of(min(p)) from unnest(enqueue_many.after_parent) as p where p > 0),
+                     brooq_proxy.route(enqueue_many.topic, null, null)),
+            enqueue_many.topic, enqueue_many.payloads, enqueue_many.idempotency_keys,
+            enqueue_many.available_at, enqueue_many.priority, enqueue_many.delay,
+            enqueue_many.group_keys, enqueue_many.trace_context,
+            enqueue_many.after_child, enqueue_many.after_parent, enqueue_many.after_policy);
+        return;
+    end if;
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null
         or array_ndims(enqueue_many.payloads) > 1 or array_ndims(enqueue_many.idempotency_keys) > 1
         or v_n > 10000 or array_position(enqueue_many.payloads, null) is not null
@@ -198,7 +257,7 @@ begin
      order by s.ordinal;
 end
 $$;
-comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
+comment on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text) is
 'Router: splits the batch by partition (hash of topic and group or key, random without either) and answers in input order.';
 
 -- declare_topic: on every partition (an upsert, so a partial failure is retried
@@ -494,14 +553,18 @@ select t.name, t.max_attempts, t.backoff_base, t.backoff_max, t.retention, t.max
 comment on view brooq.topics is
 'Router: brooq.topics of every partition, one row per topic and settings (partitions: how many hold them; paused when paused on any).';
 
-revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb) from public;
-revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
+revoke all on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text) from public;
+revoke all on function brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text) from public;
 revoke all on function brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[], jsonb) from public;
 revoke all on function brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
-grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb),
-                          brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb),
+revoke all on function brooq_proxy._enqueue_many_on(integer, text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text) from public;
+revoke all on function brooq_proxy.route_after(text, text, text, bigint[]) from public;
+grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text),
+                          brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text),
                           brooq_proxy._enqueue_many_split(text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[], jsonb),
-                          brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)
+                          brooq_proxy._enqueue_many_any(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb),
+                          brooq_proxy._enqueue_many_on(integer, text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text),
+                          brooq_proxy.route_after(text, text, text, bigint[])
    to brooq_producer;
 
 revoke all on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean) from public;

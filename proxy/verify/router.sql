@@ -2,8 +2,8 @@
 
 begin;
 
-select 'brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb)'::regprocedure,
-       'brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)'::regprocedure,
+select 'brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text)'::regprocedure,
+       'brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text)'::regprocedure,
        'brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean)'::regprocedure,
        'brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[])'::regprocedure,
        'brooq.pause_topic(text)'::regprocedure,
