@@ -14,7 +14,6 @@ update brooq.job
  where state = 'waiting';
 
 alter table brooq.job
-    drop constraint job_waiting_iff_parents_left,
     drop column after_policy,
     drop column parents_left,
     drop column has_children;

@@ -52,7 +52,9 @@ create table brooq.job (
     -- workflows (table_job_add_workflow): a job with parents has an after_policy
     -- (cancel or run, what a parent that ends dead or canceled does to it) and counts
     -- its parents not finished yet; a job with children has has_children, set by the
-    -- enqueue of its first child (docs/architecture.md, "Workflows")
+    -- enqueue of its first child (docs/architecture.md, "Workflows": no CHECK on
+    -- them, which would cost every single-row enqueue; enqueue and brooq._release
+    -- hold after_policy in (cancel, run) and state = waiting iff parents_left > 0)
     after_policy    text,
     parents_left    integer         not null default 0,
     has_children    boolean         not null default false,
@@ -64,11 +66,7 @@ create table brooq.job (
     constraint job_idempotency_key_not_empty check (idempotency_key <> ''),
     constraint job_lease_losses_not_negative check (lease_losses >= 0),
     constraint job_group_key_valid check (group_key <> '' and length(group_key) <= 255),
-    constraint job_group_seq_iff_key check ((group_key is null) = (group_seq is null)),
-    constraint job_after_policy_known check (after_policy in ('cancel', 'run')),
-    constraint job_parents_left_not_negative check (parents_left >= 0),
-    constraint job_waiting_iff_parents_left check (
-        (state = 'waiting') = (parents_left > 0) or state = 'canceled')
+    constraint job_group_seq_iff_key check ((group_key is null) = (group_seq is null))
 )
 with (
     -- A queue table churns: vacuum and analyze it often, in short passes,

@@ -4,9 +4,6 @@
 begin;
 
 select after_policy, parents_left, has_children from brooq.job where false;
-select 1 / (count(*) = 3)::int from pg_catalog.pg_constraint
- where conrelid = 'brooq.job'::regclass
-   and conname in ('job_after_policy_known', 'job_parents_left_not_negative', 'job_waiting_iff_parents_left');
 select 1 / (pg_catalog.pg_get_constraintdef(c.oid) ~ 'waiting')::int from pg_catalog.pg_constraint c
  where c.contypid = 'brooq.job_state'::regtype and c.conname = 'job_state_known';
 

@@ -63,8 +63,7 @@ select has_sequence('brooq', 'job_id_seq', 'the identity sequence is brooq.job_i
 select set_eq(
     $$ select conname::text from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'c' $$,
     array['job_lease_iff_processing', 'job_attempts_not_negative', 'job_idempotency_key_not_empty',
-          'job_lease_losses_not_negative', 'job_group_key_valid', 'job_group_seq_iff_key',
-          'job_after_policy_known', 'job_parents_left_not_negative', 'job_waiting_iff_parents_left'],
+          'job_lease_losses_not_negative', 'job_group_key_valid', 'job_group_seq_iff_key'],
     'job has its named CHECK constraints');
 select is(
     (select count(*)::int from pg_constraint where conrelid = 'brooq.job'::regclass and contype = 'f'), 0,
