@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(265);
+select plan(269);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -29,6 +29,7 @@ insert into matrix values
     ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text)', true, false, true),
     ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text)', true, false, true),
     ('brooq._release(bigint[], text[])', false, false, false),
+    ('brooq.parents(bigint)', true, true, true),
     ('brooq.claim(text, text[], integer, interval)', false, true, true),
     ('brooq.settle(bigint, text, bigint, text, text, interval, jsonb)', false, true, true),
     ('brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[])', false, true, true),

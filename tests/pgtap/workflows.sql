@@ -6,7 +6,7 @@
 -- purge, flush and retain_done => false keep a parent a waiting child needs;
 -- re-drive; errors. The races: tests/test_sql_races.py.
 begin;
-select plan(89);
+select plan(92);
 
 set local brooq.now = '2030-01-01 00:00:00+00';
 select lives_ok($$ select brooq.declare_topic('w.a', max_attempts => 1) $$, 'a topic');
@@ -53,6 +53,12 @@ select results_eq(format($$ select p.id, p.result from brooq.job_edge e join bro
                             where e.child = %s order by p.id $$, :c),
     format($$ values (%s::bigint, '{"r": 1}'::jsonb), (%s, '{"r": 2}') $$, :p1, :p2),
     'its parents'' results, read through its edges');
+select results_eq(format($$ select id, state::text, result from brooq.parents(%s) $$, :c),
+    format($$ values (%s::bigint, 'done', '{"r": 1}'::jsonb), (%s, 'done', '{"r": 2}') $$, :p1, :p2),
+    'brooq.parents: the same, in one call');
+select is_empty(format($$ select * from brooq.parents(%s) $$, :p1), 'brooq.parents of a job without parents: no rows');
+select throws_ok($$ select * from brooq.parents(null) $$, '22004', 'brooq.parents: job_id must not be NULL',
+    'brooq.parents(NULL): 22004');
 select lives_ok(format($$ select brooq.settle(%s, 'w', (select lease_token from brooq.job where id = %s), 'done') $$, :c, :c),
     'and settled');
 
