@@ -19,6 +19,9 @@
 --   max_execution          the longest a job may take across all its attempts (NULL:
 --                          no limit; brooq.declare_topic). A worker that may not read
 --                          brooq.topic checks its attempt timeout against it at start.
+--   waiting                jobs waiting for their parents (workflows), never claimed
+--                          until the last parent finishes; counted from the unsettled
+--                          edges of brooq.job_edge (nothing to read without workflows)
 create or replace view brooq.topic_stats as
 select t.name as topic,
        t.paused,
@@ -41,7 +44,8 @@ select t.name as topic,
                       where c.topic = t.name and c.claimed_at > (select brooq._now()) - t.per), 0), 0), 0)
        end as held_by_rate,
        t.max_execution,
-       coalesce(g.held, 0) as held_by_group
+       coalesce(g.held, 0) as held_by_group,
+       coalesce(wt.waiting, 0) as waiting
   from brooq.topic t
   -- Grouped once, then joined: a lateral subquery per topic row made the planner
   -- multiply the scan's cost by its guess of the topic count (600 before the tiny
@@ -77,10 +81,18 @@ select t.name as topic,
                        where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
                          and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq)
         group by j.topic
-  ) as g on g.topic = t.name;
+  ) as g on g.topic = t.name
+  -- jobs waiting for their parents: each has an edge not settled yet (workflows)
+  left join (
+       select c.topic, count(*) as waiting
+         from brooq.job c
+        where c.id in (select e.child from brooq.job_edge e where not e.settled)
+          and c.state = 'waiting'
+        group by c.topic
+  ) as wt on wt.topic = t.name;
 
 comment on view brooq.topic_stats is
-'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group), max_execution.';
+'Per topic: pending, failed (waiting), ready now, scheduled, processing, expired leases, age of the oldest ready job, the flow limits and the ready jobs each holds back (held_by_in_flight, held_by_rate, held_by_group), max_execution, jobs waiting for their parents (waiting).';
 
 -- brooq.in_flight: every job being processed, who holds it and until when.
 create or replace view brooq.in_flight as

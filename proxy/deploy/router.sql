@@ -481,7 +481,8 @@ create function brooq_proxy.partition_topic_stats(
     out held_by_in_flight bigint,
     out held_by_rate bigint,
     out max_execution interval,
-    out held_by_group bigint)
+    out held_by_group bigint,
+    out waiting bigint)
 returns setof record
 language plproxy
 as $$
@@ -491,7 +492,7 @@ as $$
            s.topic, s.paused, s.pending, s.failed, s.ready, s.scheduled, s.processing, s.expired,
            s.oldest_ready_age, s.max_in_flight, s.rate, s.per,
            s.held_by_in_flight::bigint as held_by_in_flight, s.held_by_rate::bigint as held_by_rate,
-           s.max_execution, s.held_by_group::bigint as held_by_group
+           s.max_execution, s.held_by_group::bigint as held_by_group, s.waiting::bigint as waiting
       from brooq.topic_stats s;
 $$;
 comment on function brooq_proxy.partition_topic_stats() is
@@ -514,6 +515,7 @@ select s.topic,
        pg_catalog.sum(s.held_by_rate)::bigint as held_by_rate,
        pg_catalog.max(s.max_execution) as max_execution,
        pg_catalog.sum(s.held_by_group)::bigint as held_by_group,
+       pg_catalog.sum(s.waiting)::bigint as waiting,
        pg_catalog.count(*)::integer as partitions
   from brooq_proxy.partition_topic_stats() as s
  group by s.topic;

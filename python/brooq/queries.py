@@ -90,7 +90,7 @@ select id, topic, state, attempts, max_attempts, priority, last_error, result, p
 
 TOPIC_STATS: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
-       max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group, waiting
   from brooq.topic_stats
  order by topic
 """
@@ -98,7 +98,7 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
 # The worker's gauges: its own topics only.
 TOPIC_STATS_OF: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
-       max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group
+       max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group, waiting
   from brooq.topic_stats
  where topic = any(%s::text[])
 """

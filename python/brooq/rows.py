@@ -63,6 +63,7 @@ class TopicStats(NamedTuple):
     held_by_in_flight: int = 0  # ready jobs a claim now would not get because of max_in_flight
     held_by_rate: int = 0  # ... because of the rate
     held_by_group: int = 0  # ready jobs of an ordered group waiting for an earlier job of it
+    waiting: int = 0  # jobs waiting for their parents (workflows), never claimed until they finish
 
 
 class Reaped(NamedTuple):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-# A job's state (brooq.job.state): pending -> processing -> done | failed | dead | canceled.
-JobState = Literal["pending", "processing", "failed", "done", "dead", "canceled"]
+# A job's state (brooq.job.state): pending -> processing -> done | failed | dead | canceled;
+# waiting: for its parents (workflows), then pending or canceled.
+JobState = Literal["pending", "processing", "failed", "done", "dead", "canceled", "waiting"]
 STATES: tuple[JobState, ...] = get_args(JobState)
 
 # Waiting for a claim: new, or failed and retried once available_at has come.
@@ -22,7 +23,7 @@ REDRIVABLE: tuple[JobState, ...] = ("dead", "canceled")
 # What brooq.cancel can still cancel: any state but the terminal ones.
 CANCELABLE: tuple[JobState, ...] = tuple(s for s in STATES if s not in TERMINAL)
 # The states brooq.topic_stats counts, as the worker's gauge brooq_jobs{topic,state}.
-GAUGED: tuple[JobState, ...] = ("pending", "failed", "processing")
+GAUGED: tuple[JobState, ...] = ("pending", "failed", "processing", "waiting")
 
 # What a worker asks brooq.settle/settle_many to write for an attempt.
 OutcomeName = Literal["done", "failed", "delay", "preserve", "cancel", "dead"]

@@ -9,7 +9,8 @@ select plan(24);
 select has_view('brooq', 'topic_stats', 'the view brooq.topic_stats exists');
 select columns_are('brooq', 'topic_stats',
     array['topic', 'paused', 'pending', 'failed', 'ready', 'scheduled', 'processing', 'expired', 'oldest_ready_age',
-          'max_in_flight', 'rate', 'per', 'held_by_in_flight', 'held_by_rate', 'max_execution', 'held_by_group']);
+          'max_in_flight', 'rate', 'per', 'held_by_in_flight', 'held_by_rate', 'max_execution', 'held_by_group',
+          'waiting']);
 select has_view('brooq', 'in_flight', 'the view brooq.in_flight exists');
 select columns_are('brooq', 'in_flight',
     array['id', 'topic', 'attempts', 'max_attempts', 'locked_by', 'locked_until', 'claimed_at', 'running_for', 'expired', 'progress']);

@@ -6,7 +6,7 @@
 -- purge, flush and retain_done => false keep a parent a waiting child needs;
 -- re-drive; errors. The races: tests/test_sql_races.py.
 begin;
-select plan(92);
+select plan(93);
 
 set local brooq.now = '2030-01-01 00:00:00+00';
 select lives_ok($$ select brooq.declare_topic('w.a', max_attempts => 1) $$, 'a topic');
@@ -34,6 +34,8 @@ select results_eq(format($$ select id, has_children from brooq.job where id in (
 select results_eq(format($$ select parent, settled from brooq.job_edge where child = %s order by parent $$, :c),
     format($$ values (%s::bigint, false), (%s, false) $$, :p1, :p2), 'one edge per parent, not settled');
 select is_empty($$ select * from brooq.claim('w', array['w.b'], 10, '1 hour') $$, 'a waiting job is never claimed');
+select results_eq($$ select waiting, pending from brooq.topic_stats where topic = 'w.b' $$,
+    $$ values (1::bigint, 0::bigint) $$, 'topic_stats counts it waiting, not pending');
 select set_eq($$ select id from brooq.claim('w', array['w.a'], 10, '1 hour') $$, array[:p1::bigint, :p2::bigint],
     'its parents are');
 select is(brooq.settle(:p1, 'w', (select lease_token from brooq.job where id = :p1), 'done', result => '{"r": 1}')::text,
