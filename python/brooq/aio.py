@@ -29,6 +29,7 @@ from brooq.payload import guard_jsonb
 from brooq.producer import (
     Enqueued,
     JobFate,
+    after_args,
     busy_what,
     busy_what_batch,
     declare_topic_params,
@@ -52,14 +53,16 @@ __all__ = ["alter_topic", "cancel", "declare_topic", "enqueue", "enqueue_many", 
 
 async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None = None,
                   at: datetime | None = None, delay: timedelta | None = None,
-                  priority: int = 0, group: str | None = None) -> Enqueued:
+                  priority: int = 0, group: str | None = None,
+                  after: Sequence[int] | None = None, after_policy: str = "cancel") -> Enqueued:
     """Enqueue one job in the caller's transaction; returns (id, created). See brooq.enqueue."""
     args = enqueue_args(topic, payload, key, at, delay, priority, group)
+    parents = after_args(after, after_policy)
 
     async def call(trace_context: dict[str, str] | None) -> Enqueued:
         try:
             with mapped(PRODUCER, conn):
-                cur = await conn.execute(queries.ENQUEUE, [*args, trace_arg(trace_context)])
+                cur = await conn.execute(queries.ENQUEUE, [*args, trace_arg(trace_context), *parents])
                 row = await cur.fetchone()
         except KeyBusy as exc:
             raise key_busy(topic, busy_what(key, group)) from exc.__cause__

@@ -61,7 +61,8 @@ class JobFate(NamedTuple):
 
 def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
             at: datetime | None = None, delay: timedelta | None = None,
-            priority: int = 0, group: str | None = None) -> Enqueued:
+            priority: int = 0, group: str | None = None,
+            after: Sequence[int] | None = None, after_policy: str = "cancel") -> Enqueued:
     """Enqueue one job in the caller's transaction; returns (id, created).
 
     ``key`` is the idempotency key: a second enqueue with the same (topic, key)
@@ -69,15 +70,19 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     both) keep the job from being claimed before that instant; ``delay`` is added
     to the database clock, not to this machine's. ``group``: an ordered group; the
     jobs of one (topic, group) run one at a time, in the order their enqueues
-    committed (brooq.enqueue's group_key).
+    committed (brooq.enqueue's group_key). ``after``: the ids of the jobs this one
+    waits for (a workflow: it is ``waiting``, never claimed, until they have
+    finished); ``after_policy``: ``cancel`` (a dead or canceled parent cancels it)
+    or ``run`` (it runs once every parent has finished, whatever the outcome).
     """
     _sync(conn, "enqueue")
     args = enqueue_args(topic, payload, key, at, delay, priority, group)
+    parents = after_args(after, after_policy)
 
     def call(trace_context: dict[str, str] | None) -> Enqueued:
         try:
             with mapped(PRODUCER, conn):
-                row = conn.execute(queries.ENQUEUE, [*args, trace_arg(trace_context)]).fetchone()
+                row = conn.execute(queries.ENQUEUE, [*args, trace_arg(trace_context), *parents]).fetchone()
         except KeyBusy as exc:
             raise key_busy(topic, busy_what(key, group)) from exc.__cause__
         assert row is not None  # brooq.enqueue returns exactly one row
@@ -95,6 +100,11 @@ def enqueue_args(topic: str, payload: Any, key: str | None, at: datetime | None,
                  delay: timedelta | None, priority: int, group: str | None = None) -> list[Any]:
     """The parameters of queries.ENQUEUE (shared with brooq.aio)."""
     return [topic, jsonb(payload), key, at, priority, delay, group]
+
+
+def after_args(after: Sequence[int] | None, after_policy: str) -> list[Any]:
+    """The after and after_policy parameters of queries.ENQUEUE (shared with brooq.aio)."""
+    return [None if after is None else list(after), after_policy]
 
 
 def enqueue_many_args(topic: str, payloads: Iterable[Any], keys: Sequence[str | None] | None,

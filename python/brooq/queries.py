@@ -21,7 +21,7 @@ select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,
                      available_at => %s::timestamptz, priority => %s::integer,
                      delay => %s::interval, group_key => %s::text,
-                     trace_context => %s::jsonb)
+                     trace_context => %s::jsonb, after => %s::bigint[], after_policy => %s::text)
 """
 
 ENQUEUE_MANY: LiteralString = """
