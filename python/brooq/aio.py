@@ -58,11 +58,12 @@ async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None 
     """Enqueue one job in the caller's transaction; returns (id, created). See brooq.enqueue."""
     args = enqueue_args(topic, payload, key, at, delay, priority, group)
     parents = after_args(after, after_policy)
+    query = queries.ENQUEUE if not parents else queries.ENQUEUE_AFTER
 
     async def call(trace_context: dict[str, str] | None) -> Enqueued:
         try:
             with mapped(PRODUCER, conn):
-                cur = await conn.execute(queries.ENQUEUE, [*args, trace_arg(trace_context), *parents])
+                cur = await conn.execute(query, [*args, trace_arg(trace_context), *parents])
                 row = await cur.fetchone()
         except KeyBusy as exc:
             raise key_busy(topic, busy_what(key, group)) from exc.__cause__

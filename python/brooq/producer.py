@@ -78,11 +78,12 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
     _sync(conn, "enqueue")
     args = enqueue_args(topic, payload, key, at, delay, priority, group)
     parents = after_args(after, after_policy)
+    query = queries.ENQUEUE if not parents else queries.ENQUEUE_AFTER
 
     def call(trace_context: dict[str, str] | None) -> Enqueued:
         try:
             with mapped(PRODUCER, conn):
-                row = conn.execute(queries.ENQUEUE, [*args, trace_arg(trace_context), *parents]).fetchone()
+                row = conn.execute(query, [*args, trace_arg(trace_context), *parents]).fetchone()
         except KeyBusy as exc:
             raise key_busy(topic, busy_what(key, group)) from exc.__cause__
         assert row is not None  # brooq.enqueue returns exactly one row
@@ -103,8 +104,9 @@ def enqueue_args(topic: str, payload: Any, key: str | None, at: datetime | None,
 
 
 def after_args(after: Sequence[int] | None, after_policy: str) -> list[Any]:
-    """The after and after_policy parameters of queries.ENQUEUE (shared with brooq.aio)."""
-    return [None if after is None else list(after), after_policy]
+    """The after and after_policy parameters of queries.ENQUEUE_AFTER (shared with brooq.aio);
+    none for a job without parents, which takes queries.ENQUEUE."""
+    return [] if after is None and after_policy == "cancel" else [None if after is None else list(after), after_policy]
 
 
 def enqueue_many_args(topic: str, payloads: Iterable[Any], keys: Sequence[str | None] | None,

@@ -21,6 +21,15 @@ select id, created
   from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,
                      available_at => %s::timestamptz, priority => %s::integer,
                      delay => %s::interval, group_key => %s::text,
+                     trace_context => %s::jsonb)
+"""
+
+# ENQUEUE's parameters, then a workflow's: the jobs it waits for and its policy.
+ENQUEUE_AFTER: LiteralString = """
+select id, created
+  from brooq.enqueue(topic => %s::text, payload => %s::jsonb, idempotency_key => %s::text,
+                     available_at => %s::timestamptz, priority => %s::integer,
+                     delay => %s::interval, group_key => %s::text,
                      trace_context => %s::jsonb, after => %s::bigint[], after_policy => %s::text)
 """
 
