@@ -71,6 +71,11 @@ class KeyBusy(BrooqError):
     same (topic, idempotency key), longer than the setting brooq.key_wait (default 5s)."""
 
 
+class TopicInUse(BrooqError):
+    """55006 object_in_use: drop_topic of a topic that still has jobs or schedules,
+    without force."""
+
+
 class UndecodableJob(BrooqError):
     """get_job or wait read a job whose payload, result or progress Python's json module
     cannot decode (nested deeper than the recursion limit, an integer longer than
@@ -111,6 +116,7 @@ BY_SQLSTATE: dict[str, type[BrooqError]] = {
     "42501": PermissionDenied,
     "55000": PgCronMissing,
     "55P03": KeyBusy,
+    "55006": TopicInUse,
 }
 
 
