@@ -155,7 +155,14 @@ def test_workers_survive_a_postgresql_restart_and_finish_everything(
             row = c.execute("select count(*) from brooq.job where state = 'done'").fetchone()
             return int(row[0]) if row else 0
 
-    wait_for(lambda: done() >= 40, what="some progress before the restart")
+    def connected() -> int:
+        with psycopg.connect(db, autocommit=True) as c:
+            row = c.execute("select count(distinct application_name) from pg_stat_activity"
+                            " where application_name like 'brooq worker survivor-%'").fetchone()
+            return int(row[0]) if row else 0
+
+    # both connected before the restart, or a late starter has nothing to reconnect
+    wait_for(lambda: done() >= 40 and connected() == 2, what="both workers at work before the restart")
     if server.cluster is not None:
         # -l: without a log file the new postmaster keeps pg_ctl's captured stdout open
         cluster = server.cluster
