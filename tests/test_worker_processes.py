@@ -140,7 +140,7 @@ def test_a_stop_past_its_grace_hands_the_running_jobs_back(procs: Processes, con
     assert fate is not None and fate.attempts == 0
     assert fate.last_error is not None
     assert "worker hasty shut down before the handler finished (its shutdown grace 1s ran out)" in fate.last_error
-    assert "handing their jobs back" in out
+    assert "stopping with 1 handler still running; handing its job back" in out  # one, not "1 handlers"
 
 
 def test_workers_survive_a_postgresql_restart_and_finish_everything(
@@ -310,6 +310,25 @@ def test_processes_share_the_jobs_and_stop_together_on_sigterm(
     assert all(a == 0 for s, a in rows if s != "done"), rows
     assert any(s == "done" for s, _ in rows)
     wait_for(lambda: worker_sessions(conn) == 0, what="every worker's connection to close")
+
+
+def test_each_process_labels_its_progress_lines(db: str, conn: Conn, tmp_path: Path) -> None:
+    declare(conn)
+    log = tmp_path / "processes.log"
+    parent = start_processes(db, log, "--concurrency", "1", "--progress", "log")
+    try:
+        wait_for(lambda: log.read_text().count(": topics ") == 2, what="both workers to start")
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(timeout=30) == 0, log.read_text()
+    finally:
+        if parent.poll() is None:
+            for child in children(parent.pid):
+                os.kill(child, signal.SIGKILL)
+            parent.kill()
+    lines = [line for line in log.read_text().splitlines() if " jobs/s | " in line]
+    # was two identical lines "HH:MM:SS      0 jobs/s | done 0 | ... | stopped", no label
+    labels = sorted(line.split(":      0 jobs/s")[0][9:] for line in lines)
+    assert labels == ["worker process 1", "worker process 2"], lines
 
 
 def test_a_child_that_dies_is_restarted(db: str, conn: Conn, tmp_path: Path) -> None:

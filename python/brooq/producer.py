@@ -232,10 +232,10 @@ def decoded(fate: JobFate | None) -> JobFate | None:
     return fate
 
 
-def list_jobs(conn: Conn, *, topic: str | None = None, states: Sequence[str] | None = None,
-              limit: int = 50) -> list[JobFate]:
-    """Jobs newest first (highest id), at most ``limit`` (1 to 10000), of one ``topic``
-    and in ``states`` when given: e.g. the dead ones with their last_error. A payload,
+def list_jobs(conn: Conn, *, topic: str | Sequence[str] | None = None,
+              states: Sequence[str] | None = None, limit: int = 50) -> list[JobFate]:
+    """Jobs newest first (highest id), at most ``limit`` (1 to 10000), of ``topic`` (a
+    name, or several) and in ``states`` when given: e.g. the dead ones with their last_error. A payload,
     result or progress Python cannot decode is given as a brooq.Undecodable (a str that
     says why): one such job never hides the others."""
     _sync(conn, "list_jobs")
@@ -247,7 +247,8 @@ def list_jobs(conn: Conn, *, topic: str | None = None, states: Sequence[str] | N
     guard_jsonb(cur)
     with mapped(PRODUCER, conn):
         return cur.execute(queries.LIST_JOBS, {
-            "topic": topic, "states": None if states is None else list(states),
+            "topics": None if topic is None else [topic] if isinstance(topic, str) else list(topic),
+            "states": None if states is None else list(states),
             "limit": limit}).fetchall()
 
 

@@ -7,11 +7,11 @@ select plan(72);
 -- Structure -------------------------------------------------------------------
 
 select has_schema('brooq');
-select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'flow_lock', 'job_group', 'schedule', 'retention_stat'],
-    'brooq has exactly the tables topic, job, job_watch, claim_window, flow_lock, job_group, schedule and retention_stat');
-select views_are('brooq', array['topics', 'topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats'],
-    'brooq has exactly the views topics, topic_stats, in_flight, jobs, schedules and retention_stats');
-select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check'],
+select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'flow_lock', 'job_group', 'schedule', 'retention_stat', 'staged_call'],
+    'brooq has exactly the tables topic, job, job_watch, claim_window, flow_lock, job_group, schedule, retention_stat and staged_call');
+select views_are('brooq', array['topics', 'topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats', 'staged_calls'],
+    'brooq has exactly the views topics, topic_stats, in_flight, jobs, schedules, retention_stats and staged_calls');
+select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check', 'ticked_job'],
     'brooq has exactly its named row types and the state domain');
 select domains_are('brooq', array['job_state'], 'brooq has the one domain job_state');
 select domain_type_is('brooq', 'job_state', 'text', 'job_state is a text domain (revertible, unlike an enum)');
