@@ -43,7 +43,8 @@
 --                                  years; enqueue_many's
 --   40001 serialization_failure    enqueue_staged: the call id is known here already
 --   55P03 lock_not_available       enqueue_staged: a key of the batch belongs to a job
---                                  of another call not yet published
+--                                  of another call not yet published (enqueue_many's
+--                                  check, as for every bulk enqueue)
 --   42704, 54000                   enqueue_staged: enqueue_many's
 -- Touches: brooq.staged_call (one row per call); brooq.job: enqueue_staged inserts
 -- (as enqueue_many), publish updates available_at, discard deletes.
@@ -80,14 +81,6 @@ begin
                               '9999-12-30 00:00:00+00'::timestamptz, enqueue_staged.priority, null,
                               enqueue_staged.group_keys, enqueue_staged.trace_context)
            with ordinality as e(id, created, n);
-    if false = any(v_new) and exists (
-        select from brooq.staged_call s
-         where s.state in ('staged', 'fenced')
-           and s.job_ids && array(select u.id from unnest(v_ids, v_new) as u(id, created) where not u.created)) then
-        raise exception 'an idempotency key of this batch belongs to a job of another bulk enqueue, not published yet'
-            using errcode = 'lock_not_available',
-                  hint = 'Retry in a moment: that call is published or discarded within seconds (by brooq_proxy.resolve() after a failure).';
-    end if;
     -- The call's row, last: a resolver's fence of the same id (an insert too) either
     -- came first, and this share is refused, or waits for this transaction.
     insert into brooq.staged_call as s (call_id, state, topic, job_ids, available_at, staged_at)

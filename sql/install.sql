@@ -1837,6 +1837,8 @@ revoke all on function brooq._trace_context(jsonb, text) from public;
 --   55P03 lock_not_available        another transaction's enqueue of the same key,
 --                                   or into the same group, stayed uncommitted
 --                                   longer than brooq.key_wait
+--                                   a key whose job a router staged and has not
+--                                   published yet (brooq.enqueue_staged)
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
 -- a group, inserts or updates its row of brooq.job_group.
 
@@ -1866,6 +1868,7 @@ declare
     v_max_bytes integer;
     v_notify boolean;
     v_id bigint;
+    v_existing_at timestamptz;
     v_lock_timeout text;
     v_group text := nullif(enqueue.group_key, '');
     v_seq bigint;
@@ -1946,9 +1949,19 @@ begin
             -- The key exists: ON CONFLICT waited for a concurrent inserter, and this
             -- statement's fresh snapshot sees its committed row. Loop only if that row
             -- was purged in between.
-            select j.id into v_id from brooq.job j
+            select j.id, j.available_at into v_id, v_existing_at from brooq.job j
             where j.topic = enqueue.topic and j.idempotency_key = v_key;
             if found then
+                -- The key's job is a router's bulk enqueue, staged here and not yet
+                -- published (brooq.enqueue_staged): that call may still be discarded.
+                if v_existing_at = '9999-12-30 00:00:00+00' and exists (
+                        select from brooq.staged_call s
+                         where s.state in ('staged', 'fenced') and s.job_ids @> array[v_id]) then
+                    raise exception 'idempotency_key "%" belongs to a job of a bulk enqueue not published yet',
+                            left(v_key, 40)
+                        using errcode = 'lock_not_available',
+                              hint = 'Retry in a moment: that call is published or discarded within seconds (by brooq_proxy.resolve() after a failure).';
+                end if;
                 perform set_config('lock_timeout', v_lock_timeout, true);
                 return query select v_id, false;
                 return;
@@ -2014,6 +2027,8 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
 --                                  a trace_context that is not a W3C trace context
 --   55P03 lock_not_available       a key or group held by an uncommitted transaction
 --                                  longer than brooq.key_wait
+--                                  or a key whose job a router staged and has not
+--                                  published yet (brooq.enqueue_staged)
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
 -- inserts or updates their rows of brooq.job_group; on error none.
 
@@ -2218,6 +2233,17 @@ begin
             select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
         end loop;
         perform set_config('lock_timeout', v_lock_timeout, true);
+        -- A key whose job a router staged here and has not published yet
+        -- (brooq.enqueue_staged): that call may still be discarded.
+        if false = any(v_new) and exists (
+                select from brooq.job j, brooq.staged_call s
+                 where j.id = any(array(select u.id from unnest(v_out, v_new) as u(id, created) where not u.created))
+                   and j.available_at = '9999-12-30 00:00:00+00'
+                   and s.state in ('staged', 'fenced') and s.job_ids @> array[j.id]) then
+            raise exception 'an idempotency key of this batch belongs to a job of a bulk enqueue not published yet'
+                using errcode = 'lock_not_available',
+                      hint = 'Retry in a moment: that call is published or discarded within seconds (by brooq_proxy.resolve() after a failure).';
+        end if;
 
     end if;
 
@@ -4511,7 +4537,8 @@ grant select on brooq.staged_calls to brooq_admin;
 --                                  years; enqueue_many's
 --   40001 serialization_failure    enqueue_staged: the call id is known here already
 --   55P03 lock_not_available       enqueue_staged: a key of the batch belongs to a job
---                                  of another call not yet published
+--                                  of another call not yet published (enqueue_many's
+--                                  check, as for every bulk enqueue)
 --   42704, 54000                   enqueue_staged: enqueue_many's
 -- Touches: brooq.staged_call (one row per call); brooq.job: enqueue_staged inserts
 -- (as enqueue_many), publish updates available_at, discard deletes.
@@ -4548,14 +4575,6 @@ begin
                               '9999-12-30 00:00:00+00'::timestamptz, enqueue_staged.priority, null,
                               enqueue_staged.group_keys, enqueue_staged.trace_context)
            with ordinality as e(id, created, n);
-    if false = any(v_new) and exists (
-        select from brooq.staged_call s
-         where s.state in ('staged', 'fenced')
-           and s.job_ids && array(select u.id from unnest(v_ids, v_new) as u(id, created) where not u.created)) then
-        raise exception 'an idempotency key of this batch belongs to a job of another bulk enqueue, not published yet'
-            using errcode = 'lock_not_available',
-                  hint = 'Retry in a moment: that call is published or discarded within seconds (by brooq_proxy.resolve() after a failure).';
-    end if;
     -- The call's row, last: a resolver's fence of the same id (an insert too) either
     -- came first, and this share is refused, or waits for this transaction.
     insert into brooq.staged_call as s (call_id, state, topic, job_ids, available_at, staged_at)

@@ -62,7 +62,7 @@ async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None 
                 cur = await conn.execute(queries.ENQUEUE, [*args, trace_arg(trace_context)])
                 row = await cur.fetchone()
         except KeyBusy as exc:
-            raise key_busy(topic, busy_what(key, group)) from exc.__cause__
+            raise key_busy(exc, topic, busy_what(key, group)) from exc.__cause__
         assert row is not None  # brooq.enqueue returns exactly one row
         return Enqueued._make(row)
 
@@ -83,7 +83,7 @@ async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
                 rows = await cur.fetchall()
             return [Enqueued._make(row) for row in rows]
         except KeyBusy as exc:
-            raise key_busy(topic, busy_what_batch(groups)) from exc.__cause__
+            raise key_busy(exc, topic, busy_what_batch(groups)) from exc.__cause__
 
     return await tracing.send_async(topic, "enqueue_many", len(args[1]), call)
 

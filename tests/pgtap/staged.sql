@@ -3,7 +3,7 @@
 -- fence, force, discard, tombstones, keys of another open call), errors, then
 -- privileges under switched roles.
 begin;
-select plan(39);
+select plan(43);
 
 select has_table('brooq', 'staged_call', 'brooq.staged_call exists');
 select has_view('brooq', 'staged_calls', 'brooq.staged_calls exists');
@@ -30,10 +30,18 @@ select throws_ok($$ select brooq.enqueue_staged('00000000-0000-0000-0000-0000000
     'the same call id twice is refused');
 select throws_ok($$ select brooq.enqueue_staged('00000000-0000-0000-0000-000000000002', 't.staged', array['{}']::jsonb[],
                         array['k1']) $$,
-    '55P03', 'an idempotency key of this batch belongs to a job of another bulk enqueue, not published yet',
+    '55P03', 'an idempotency key of this batch belongs to a job of a bulk enqueue not published yet',
     'a key held by a call not yet published is refused');
 select is((select count(*)::int from brooq.staged_call where call_id = '00000000-0000-0000-0000-000000000002'), 0,
     'a refused share leaves nothing');
+-- a producer on this partition meeting that key is told to retry, never answered with
+-- a job whose call may still be discarded
+select throws_ok($$ select brooq.enqueue('t.staged', '{}', 'k1') $$,
+    '55P03', 'idempotency_key "k1" belongs to a job of a bulk enqueue not published yet',
+    'enqueue of a key staged and not published: retry');
+select throws_ok($$ select brooq.enqueue_many('t.staged', array['{}', '{}']::jsonb[], array['k2', 'k1']) $$,
+    '55P03', 'an idempotency key of this batch belongs to a job of a bulk enqueue not published yet',
+    'enqueue_many of a key staged and not published: retry');
 
 -- publish: ready at the kept instant, once; then a repeat is harmless
 select is(brooq.decide_staged('00000000-0000-0000-0000-000000000001', 'publish'), 'published', 'publish');
@@ -46,6 +54,11 @@ select is((select count(*)::int from brooq.job where topic = 't.staged'), 2, 'it
 select results_eq($$ select created from brooq.enqueue_staged('00000000-0000-0000-0000-000000000003', 't.staged',
                         array['{}']::jsonb[], array['k1']) $$,
     array[false], 'a key of a published call is met as on one node');
+select results_eq($$ select id, created from brooq.enqueue('t.staged', '{}', 'k1') $$,
+    $$ select id, false from brooq.job where topic = 't.staged' and idempotency_key = 'k1' $$,
+    'enqueue of that key answers the published job');
+select results_eq($$ select created from brooq.enqueue_many('t.staged', array['{}']::jsonb[], array['k1']) $$,
+    array[false], 'and so does enqueue_many');
 
 -- fence, then a plain publish is refused, a forced one goes through
 select brooq.enqueue_staged('00000000-0000-0000-0000-000000000004', 't.staged', array['{"n": 4}']::jsonb[], delay => '1 minute');
