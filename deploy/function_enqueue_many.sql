@@ -70,6 +70,8 @@ begin;
 --                                  parents for one element
 --   55P03 lock_not_available       a key or group held by an uncommitted transaction
 --                                  longer than brooq.key_wait
+--                                  or a key whose job a router staged and has not
+--                                  published yet (brooq.enqueue_staged)
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
 -- inserts or updates their rows of brooq.job_group; with edges, sets has_children on
 -- the parents named by id and locks them FOR SHARE (as brooq.enqueue), inserts one
@@ -433,6 +435,17 @@ begin
             select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
         end loop;
         perform set_config('lock_timeout', v_lock_timeout, true);
+        -- A key whose job a router staged here and has not published yet
+        -- (brooq.enqueue_staged): that call may still be discarded.
+        if false = any(v_new) and exists (
+                select from brooq.job j, brooq.staged_call s
+                 where j.id = any(array(select u.id from unnest(v_out, v_new) as u(id, created) where not u.created))
+                   and j.available_at = '9999-12-30 00:00:00+00'
+                   and s.state in ('staged', 'fenced') and s.job_ids @> array[j.id]) then
+            raise exception 'an idempotency key of this batch belongs to a job of a bulk enqueue not published yet'
+                using errcode = 'lock_not_available',
+                      hint = 'Retry in a moment: that call is published or discarded within seconds (by brooq_proxy.resolve() after a failure).';
+        end if;
 
     end if;
 

@@ -97,8 +97,8 @@ begin
         'expired_leases',
         case when v_count = 0 then 'ok' when v_oldest < v_now - interval '10 minutes' then 'fail' else 'warn' end,
         case when v_count = 0 then 'no lease expired more than 1 minute ago'
-             else format('%s jobs in flight with a lease expired more than 1 minute ago, the oldest at %s (%s ago): is a worker or pg_cron''s brooq_reap running reap?',
-                         v_count, to_char(v_oldest, 'YYYY-MM-DD HH24:MI:SSOF'), date_trunc('second', v_now - v_oldest)) end
+             else format('%s %s in flight with a lease expired more than 1 minute ago, the oldest at %s (%s ago): is a worker or pg_cron''s brooq_reap running reap?',
+                         v_count, case when v_count = 1 then 'job' else 'jobs' end, to_char(v_oldest, 'YYYY-MM-DD HH24:MI:SSOF'), date_trunc('second', v_now - v_oldest)) end
         )::brooq.health_check;
 
     -- paused_topics -----------------------------------------------------------------
@@ -144,8 +144,8 @@ begin
         'lost_leases',
         case when v_count > 0 then 'warn' else 'ok' end,
         case when v_count = 0 then 'no job lost its lease twice in a row'
-             else format('%s jobs lost their lease 2 times or more in a row (a worker died or stalled under them); the worst: job %s of topic %s, %s of max_lease_losses %s, attempts %s/%s',
-                         v_count, v_job.id, v_job.topic, v_job.lease_losses, v_job.max_lease_losses,
+             else format('%s %s 2 times or more in a row (a worker died or stalled under them); the worst: job %s of topic %s, %s of max_lease_losses %s, attempts %s/%s',
+                         v_count, case when v_count = 1 then 'job lost its lease' else 'jobs lost their lease' end, v_job.id, v_job.topic, v_job.lease_losses, v_job.max_lease_losses,
                          v_job.attempts, v_job.max_attempts) end)::brooq.health_check;
 end
 $$;
@@ -255,13 +255,14 @@ begin
     if v_holder.what is null then
         v_text := 'nothing holds back vacuum';
     else
-        v_text := format('oldest: %s, %s transactions old%s', v_holder.what, v_holder.xid_age,
+        v_text := format('oldest: %s, %s %s old%s', v_holder.what, v_holder.xid_age,
+                         case when v_holder.xid_age = 1 then 'transaction' else 'transactions' end,
                          case when v_holder.open_for is not null
                               then format(', open for %s', date_trunc('second', v_holder.open_for)) else '' end);
     end if;
     if v_hidden > 0 then
-        v_text := v_text || format('; %s sessions of other roles not visible: no transaction start, state or query (grant pg_read_all_stats to %s)',
-                                   v_hidden, current_user);
+        v_text := v_text || format('; %s %s of other roles not visible: no transaction start, state or query (grant pg_read_all_stats to %s)',
+                                   v_hidden, case when v_hidden = 1 then 'session' else 'sessions' end, current_user);
     end if;
     return next (
         'xmin_horizon',

@@ -103,12 +103,26 @@ $$;
 
 -- Jobs registered by 0.1.0 ran 'select count(*) from ...', which resolves count
 -- through the database's search_path: rewrite the command of every such job.
+-- The deployer's own job through cron.schedule (same name: same job id, any role
+-- may), another role's through cron.alter_job (a superuser's right: pg_cron grants
+-- it to nobody). Each call only for a job that needs it: PostgreSQL checks EXECUTE
+-- on a function when the statement starts, rows or not, so a non-superuser owner
+-- could not even deploy into pg_cron's database while the call was unconditional.
 do $$
+declare
+    v_job record;
 begin
     if pg_catalog.to_regnamespace('cron') is not null then
-        perform cron.alter_job(c.jobid, command => 'select pg_catalog.count(*) from brooq.reap(10000)')
-           from cron.job c
-          where c.jobname = 'brooq_reap' and c.command = 'select count(*) from brooq.reap(10000)';
+        for v_job in
+            select c.jobid, c.schedule, c.username from cron.job c
+             where c.jobname = 'brooq_reap' and c.command = 'select count(*) from brooq.reap(10000)'
+        loop
+            if v_job.username = current_user then
+                perform cron.schedule('brooq_reap', v_job.schedule, 'select pg_catalog.count(*) from brooq.reap(10000)');
+            else
+                perform cron.alter_job(v_job.jobid, command => 'select pg_catalog.count(*) from brooq.reap(10000)');
+            end if;
+        end loop;
     end if;
 end
 $$;

@@ -13,7 +13,8 @@ begin;
 -- (just made terminal by the caller, in the caller's transaction) in its children,
 -- once per (parent, child) edge. Every function that makes a job with has_children
 -- terminal calls it with those jobs and the state each ended in: settle_many (and
--- so settle), cancel, reap, and flush (a deleted parent counts as canceled).
+-- so settle), cancel, reap, flush and drop_topic (a deleted parent counts as
+-- canceled).
 --
 -- Per child, in one update of its row: parents_left goes down by the number of its
 -- parents in this call; the child becomes pending when that reaches 0, or canceled

@@ -12,8 +12,11 @@ end
 $$;
 drop view brooq.schedules;
 drop function brooq.unschedule(text);
-drop function brooq.schedule(text, text, text, jsonb, integer);
+drop function brooq.schedule(text, text, text, jsonb, integer, text);
+drop function brooq.tick_schedules(integer);
 drop function brooq._schedule_tick(text);
+drop function brooq._schedule_next(text, timestamptz);
+drop function brooq._cron_values(text, integer, integer, text);
 drop function brooq._schedule_tick_at(text, timestamptz);
 
 commit;

@@ -2,6 +2,7 @@
 
 begin;
 
+drop type brooq.ticked_job;
 drop table brooq.schedule;
 
 commit;

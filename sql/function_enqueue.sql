@@ -64,6 +64,8 @@
 --   55P03 lock_not_available        another transaction's enqueue of the same key,
 --                                   or into the same group, stayed uncommitted
 --                                   longer than brooq.key_wait
+--                                   a key whose job a router staged and has not
+--                                   published yet (brooq.enqueue_staged)
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
 -- a group, inserts or updates its row of brooq.job_group. With parents: sets their
 -- has_children (the first child of each) and locks them FOR SHARE to this
@@ -100,6 +102,7 @@ declare
     v_max_bytes integer;
     v_notify boolean;
     v_id bigint;
+    v_existing_at timestamptz;
     v_lock_timeout text;
     v_group text := nullif(enqueue.group_key, '');
     v_seq bigint;
@@ -255,9 +258,19 @@ begin
             -- The key exists: ON CONFLICT waited for a concurrent inserter, and this
             -- statement's fresh snapshot sees its committed row. Loop only if that row
             -- was purged in between.
-            select j.id into v_id from brooq.job j
+            select j.id, j.available_at into v_id, v_existing_at from brooq.job j
             where j.topic = enqueue.topic and j.idempotency_key = v_key;
             if found then
+                -- The key's job is a router's bulk enqueue, staged here and not yet
+                -- published (brooq.enqueue_staged): that call may still be discarded.
+                if v_existing_at = '9999-12-30 00:00:00+00' and exists (
+                        select from brooq.staged_call s
+                         where s.state in ('staged', 'fenced') and s.job_ids @> array[v_id]) then
+                    raise exception 'idempotency_key "%" belongs to a job of a bulk enqueue not published yet',
+                            left(v_key, 40)
+                        using errcode = 'lock_not_available',
+                              hint = 'Retry in a moment: that call is published or discarded within seconds (by brooq_proxy.resolve() after a failure).';
+                end if;
                 perform set_config('lock_timeout', v_lock_timeout, true);
                 return query select v_id, false;
                 return;

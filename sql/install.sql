@@ -1774,6 +1774,8 @@ revoke all on function brooq._trace_context(jsonb, text) from public;
 --   55P03 lock_not_available        another transaction's enqueue of the same key,
 --                                   or into the same group, stayed uncommitted
 --                                   longer than brooq.key_wait
+--                                   a key whose job a router staged and has not
+--                                   published yet (brooq.enqueue_staged)
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
 -- a group, inserts or updates its row of brooq.job_group. With parents: sets their
 -- has_children (the first child of each) and locks them FOR SHARE to this
@@ -1810,6 +1812,7 @@ declare
     v_max_bytes integer;
     v_notify boolean;
     v_id bigint;
+    v_existing_at timestamptz;
     v_lock_timeout text;
     v_group text := nullif(enqueue.group_key, '');
     v_seq bigint;
@@ -1965,9 +1968,19 @@ begin
             -- The key exists: ON CONFLICT waited for a concurrent inserter, and this
             -- statement's fresh snapshot sees its committed row. Loop only if that row
             -- was purged in between.
-            select j.id into v_id from brooq.job j
+            select j.id, j.available_at into v_id, v_existing_at from brooq.job j
             where j.topic = enqueue.topic and j.idempotency_key = v_key;
             if found then
+                -- The key's job is a router's bulk enqueue, staged here and not yet
+                -- published (brooq.enqueue_staged): that call may still be discarded.
+                if v_existing_at = '9999-12-30 00:00:00+00' and exists (
+                        select from brooq.staged_call s
+                         where s.state in ('staged', 'fenced') and s.job_ids @> array[v_id]) then
+                    raise exception 'idempotency_key "%" belongs to a job of a bulk enqueue not published yet',
+                            left(v_key, 40)
+                        using errcode = 'lock_not_available',
+                              hint = 'Retry in a moment: that call is published or discarded within seconds (by brooq_proxy.resolve() after a failure).';
+                end if;
                 perform set_config('lock_timeout', v_lock_timeout, true);
                 return query select v_id, false;
                 return;
@@ -2058,6 +2071,8 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
 --                                  parents for one element
 --   55P03 lock_not_available       a key or group held by an uncommitted transaction
 --                                  longer than brooq.key_wait
+--                                  or a key whose job a router staged and has not
+--                                  published yet (brooq.enqueue_staged)
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
 -- inserts or updates their rows of brooq.job_group; with edges, sets has_children on
 -- the parents named by id and locks them FOR SHARE (as brooq.enqueue), inserts one
@@ -2421,6 +2436,17 @@ begin
             select v_created || coalesce(array_agg(inserted.id), '{}') into v_created from inserted;
         end loop;
         perform set_config('lock_timeout', v_lock_timeout, true);
+        -- A key whose job a router staged here and has not published yet
+        -- (brooq.enqueue_staged): that call may still be discarded.
+        if false = any(v_new) and exists (
+                select from brooq.job j, brooq.staged_call s
+                 where j.id = any(array(select u.id from unnest(v_out, v_new) as u(id, created) where not u.created))
+                   and j.available_at = '9999-12-30 00:00:00+00'
+                   and s.state in ('staged', 'fenced') and s.job_ids @> array[j.id]) then
+            raise exception 'an idempotency key of this batch belongs to a job of a bulk enqueue not published yet'
+                using errcode = 'lock_not_available',
+                      hint = 'Retry in a moment: that call is published or discarded within seconds (by brooq_proxy.resolve() after a failure).';
+        end if;
 
     end if;
 
@@ -2800,12 +2826,26 @@ $$;
 
 -- Jobs registered by 0.1.0 ran 'select count(*) from ...', which resolves count
 -- through the database's search_path: rewrite the command of every such job.
+-- The deployer's own job through cron.schedule (same name: same job id, any role
+-- may), another role's through cron.alter_job (a superuser's right: pg_cron grants
+-- it to nobody). Each call only for a job that needs it: PostgreSQL checks EXECUTE
+-- on a function when the statement starts, rows or not, so a non-superuser owner
+-- could not even deploy into pg_cron's database while the call was unconditional.
 do $$
+declare
+    v_job record;
 begin
     if pg_catalog.to_regnamespace('cron') is not null then
-        perform cron.alter_job(c.jobid, command => 'select pg_catalog.count(*) from brooq.reap(10000)')
-           from cron.job c
-          where c.jobname = 'brooq_reap' and c.command = 'select count(*) from brooq.reap(10000)';
+        for v_job in
+            select c.jobid, c.schedule, c.username from cron.job c
+             where c.jobname = 'brooq_reap' and c.command = 'select count(*) from brooq.reap(10000)'
+        loop
+            if v_job.username = current_user then
+                perform cron.schedule('brooq_reap', v_job.schedule, 'select pg_catalog.count(*) from brooq.reap(10000)');
+            else
+                perform cron.alter_job(v_job.jobid, command => 'select pg_catalog.count(*) from brooq.reap(10000)');
+            end if;
+        end loop;
     end if;
 end
 $$;
@@ -3728,8 +3768,8 @@ begin
         'expired_leases',
         case when v_count = 0 then 'ok' when v_oldest < v_now - interval '10 minutes' then 'fail' else 'warn' end,
         case when v_count = 0 then 'no lease expired more than 1 minute ago'
-             else format('%s jobs in flight with a lease expired more than 1 minute ago, the oldest at %s (%s ago): is a worker or pg_cron''s brooq_reap running reap?',
-                         v_count, to_char(v_oldest, 'YYYY-MM-DD HH24:MI:SSOF'), date_trunc('second', v_now - v_oldest)) end
+             else format('%s %s in flight with a lease expired more than 1 minute ago, the oldest at %s (%s ago): is a worker or pg_cron''s brooq_reap running reap?',
+                         v_count, case when v_count = 1 then 'job' else 'jobs' end, to_char(v_oldest, 'YYYY-MM-DD HH24:MI:SSOF'), date_trunc('second', v_now - v_oldest)) end
         )::brooq.health_check;
 
     -- paused_topics -----------------------------------------------------------------
@@ -3775,8 +3815,8 @@ begin
         'lost_leases',
         case when v_count > 0 then 'warn' else 'ok' end,
         case when v_count = 0 then 'no job lost its lease twice in a row'
-             else format('%s jobs lost their lease 2 times or more in a row (a worker died or stalled under them); the worst: job %s of topic %s, %s of max_lease_losses %s, attempts %s/%s',
-                         v_count, v_job.id, v_job.topic, v_job.lease_losses, v_job.max_lease_losses,
+             else format('%s %s 2 times or more in a row (a worker died or stalled under them); the worst: job %s of topic %s, %s of max_lease_losses %s, attempts %s/%s',
+                         v_count, case when v_count = 1 then 'job lost its lease' else 'jobs lost their lease' end, v_job.id, v_job.topic, v_job.lease_losses, v_job.max_lease_losses,
                          v_job.attempts, v_job.max_attempts) end)::brooq.health_check;
 end
 $$;
@@ -3886,13 +3926,14 @@ begin
     if v_holder.what is null then
         v_text := 'nothing holds back vacuum';
     else
-        v_text := format('oldest: %s, %s transactions old%s', v_holder.what, v_holder.xid_age,
+        v_text := format('oldest: %s, %s %s old%s', v_holder.what, v_holder.xid_age,
+                         case when v_holder.xid_age = 1 then 'transaction' else 'transactions' end,
                          case when v_holder.open_for is not null
                               then format(', open for %s', date_trunc('second', v_holder.open_for)) else '' end);
     end if;
     if v_hidden > 0 then
-        v_text := v_text || format('; %s sessions of other roles not visible: no transaction start, state or query (grant pg_read_all_stats to %s)',
-                                   v_hidden, current_user);
+        v_text := v_text || format('; %s %s of other roles not visible: no transaction start, state or query (grant pg_read_all_stats to %s)',
+                                   v_hidden, case when v_hidden = 1 then 'session' else 'sessions' end, current_user);
     end if;
     return next (
         'xmin_horizon',
@@ -3915,16 +3956,22 @@ grant execute on function brooq.health() to brooq_worker, brooq_admin;
 
 -- change table_schedule
 
--- brooq.schedule: one row per periodic job (brooq.schedule registers it, with a
--- pg_cron job named brooq_schedule.<name> that calls brooq._schedule_tick).
+-- brooq.schedule: one row per periodic job (brooq.schedule registers it), ticked
+-- either by pg_cron (a pg_cron job named brooq_schedule.<name> calls
+-- brooq._schedule_tick) or by the workers (each calls brooq.tick_schedules on a timer).
 -- The job's topic, payload and priority live here, not in pg_cron's command
 -- text: the command names the schedule only. Written only by brooq.schedule,
--- brooq.unschedule and brooq._schedule_tick; read through the view brooq.schedules.
+-- brooq.unschedule, brooq._schedule_tick, brooq.tick_schedules and
+-- brooq.drop_topic; read through the view brooq.schedules.
 --   name          1 to 48 of a-z 0-9 . - _ (pg_cron's job names are at most 63
 --                 bytes, with the prefix brooq_schedule.)
---   cron          pg_cron's schedule: '*/5 * * * *', or '30 seconds' (pg_cron 1.5+)
+--   cron          '*/5 * * * *' (5 fields), '*/10 * * * * *' (6, the seconds first:
+--                 the workers only), or '30 seconds' (pg_cron 1.5+, or the workers)
+--   ticker        who ticks it: pg_cron, or the workers (brooq.tick_schedules)
 --   last_tick_at  the tick of the last job this schedule enqueued
 --   last_job_id   that job (it may have been purged since)
+--   next_tick_at  the workers' schedules: the next tick owed (NULL for pg_cron's)
+--   last_error    the workers' schedules: why the last tick enqueued nothing, if it did not
 create table brooq.schedule (
     name          text        not null,
     cron          text        not null,
@@ -3935,65 +3982,123 @@ create table brooq.schedule (
     updated_at    timestamptz not null,
     last_tick_at  timestamptz,
     last_job_id   bigint,
+    ticker        text        not null,
+    next_tick_at  timestamptz,
+    last_error    text,
     constraint schedule_pkey primary key (name),
     constraint schedule_name_valid check (name ~ '^[a-z0-9._-]{1,48}$'),
-    constraint schedule_cron_length check (length(cron) between 1 and 100)
+    constraint schedule_cron_length check (length(cron) between 1 and 100),
+    constraint schedule_ticker_valid check (ticker in ('pg_cron', 'workers')),
+    constraint schedule_next_tick_workers_only check (ticker = 'workers' or next_tick_at is null)
 );
 
+-- brooq.tick_schedules: the workers' schedules that are due, oldest tick first.
+create index schedule_due_idx on brooq.schedule (next_tick_at) where ticker = 'workers';
+
 comment on table brooq.schedule is
-'Periodic jobs registered with pg_cron (private: use brooq.schedule, brooq.unschedule, the view brooq.schedules).';
+'Periodic jobs, ticked by pg_cron or by the workers (private: use brooq.schedule, brooq.unschedule, the view brooq.schedules).';
 
 revoke all on table brooq.schedule from public;
 
+-- What brooq.tick_schedules did for one tick of one schedule.
+create type brooq.ticked_job as (
+    schedule text,         -- the schedule's name
+    tick     timestamptz,  -- the tick (its job's idempotency key is schedule:<name>:<tick>)
+    job_id   bigint,       -- the job enqueued (or already there for this tick); NULL on an error
+    created  boolean,      -- false when the tick's job was there already, or on an error
+    error    text          -- NULL, or the SQLSTATE and message of why nothing was enqueued
+);
+
+comment on type brooq.ticked_job is
+'What brooq.tick_schedules did for one tick of one schedule: the job enqueued (or already there), or why none was.';
+
 -- change function_schedule
 
--- brooq.schedule(name, cron, topic, payload, priority) -> bigint
+-- brooq.schedule(name, cron, topic, payload, priority, ticker) -> bigint
 -- brooq.unschedule(name) -> boolean
+-- brooq.tick_schedules(max_ticks) -> setof brooq.ticked_job   (what the workers run)
 -- brooq._schedule_tick(name) -> bigint           (what pg_cron runs)
 -- brooq._schedule_tick_at(cron, at) -> timestamptz
+-- brooq._schedule_next(cron, after) -> timestamptz
+-- brooq._cron_values(field, lo, hi, what) -> integer[]
 -- view brooq.schedules
 --
--- Periodic jobs on pg_cron. schedule registers (idempotently: the same name
--- again updates it and keeps its pg_cron job id) a row of brooq.schedule and a
--- pg_cron job named brooq_schedule.<name> whose command is
---   select brooq._schedule_tick('<name>')
--- Each run enqueues one job of the schedule's topic, payload and priority, with
--- the idempotency key
+-- Periodic jobs, ticked by pg_cron or by the workers. schedule registers
+-- (idempotently: the same name again updates it) a row of brooq.schedule whose
+-- ticker is one of:
+--   pg_cron   a pg_cron job named brooq_schedule.<name> (kept when the same name is
+--             scheduled again) whose command is select brooq._schedule_tick('<name>').
+--             Each run enqueues one job, its tick the run's time cut down to the
+--             schedule's granularity: the minute for a cron schedule (pg_cron starts
+--             a job within its minute), the N-second step since the epoch for
+--             pg_cron's 'N seconds' form (pg_cron 1.5+; two runs are at least N
+--             seconds apart, so never in one step). A run that starts more than a
+--             step late shares the next tick's key, and that tick enqueues nothing.
+--   workers   no pg_cron job: every running worker calls brooq.tick_schedules about
+--             once a second, which enqueues a job for each tick that has come
+--             (next_tick_at), each tick of a 5- or 6-field cron schedule (the 6th
+--             field, first, is the second) or of an 'N seconds' step, in UTC.
+-- ticker NULL (the default) chooses: pg_cron where it is installed in this
+-- database and can run the schedule (5 fields; 'N seconds' from pg_cron 1.5),
+-- else the workers. Either way each tick's job has the idempotency key
 --   schedule:<name>:<tick>     e.g. schedule:nightly:2030-01-01T03:00:00Z
--- where <tick> is the run's time cut down to the schedule's granularity: the
--- minute for a cron schedule (pg_cron starts a job within its minute), the
--- N-second step since the epoch for pg_cron's 'N seconds' form (pg_cron 1.5+;
--- two runs are at least N seconds apart, so never in one step). A tick that runs
--- twice (a retry, a second scheduler, a manual call) finds its key taken and
--- enqueues nothing more: exactly one job per tick. A run that starts more than a
--- step late shares the next tick's key, and that tick enqueues nothing.
+-- so a tick that runs twice (a retry, a second scheduler, a manual call) finds its
+-- key taken and enqueues nothing more: exactly one job per tick.
+--
+-- tick_schedules takes the due rows of the workers' schedules FOR NO KEY UPDATE
+-- SKIP LOCKED, so of several workers ticking at once each schedule is ticked by
+-- one; enqueues the tick's job and advances next_tick_at, in the caller's
+-- transaction: a worker that dies in the middle rolls it all back, and the next
+-- call (its own or another worker's) ticks the same tick. Lateness: each tick
+-- gets its job also when the workers reach it late (a busy or dying worker), as
+-- long as it is at most a minute late; after a longer gap (no worker ran, the
+-- database was down) the schedule gets one job, for the first tick it missed, and
+-- goes on with the first tick after now: the ticks between are skipped, as pg_cron
+-- skips the runs it missed while the server was down. A tick whose enqueue fails
+-- (a topic that refuses the payload now) is skipped with the error in
+-- last_error and in its result row; one that waited too long for another
+-- transaction's uncommitted job of the same key (55P03) or lost a deadlock or
+-- serialization race stays owed, for the next call.
 --
 -- The pg_cron job runs as brooq's owner (schedule is SECURITY DEFINER, and
 -- pg_cron runs a job as the role that scheduled it), in this database; its
 -- command names the schedule only and is schema-qualified, so nothing in it
 -- resolves through a search_path (the topic and payload are read from the row).
--- pg_cron must be installed here (see brooq.schedule_maintenance).
 --
 -- schedule:
 --   name      1 to 48 of a-z 0-9 . - _
---   cron      a pg_cron schedule, at most 100 characters ('0 3 * * *', '*/5 * * * *',
---             '30 seconds' on pg_cron 1.5+)
+--   cron      at most 100 characters: '0 3 * * *', '*/5 * * * *' (minute hour
+--             day-of-month month day-of-week: *, n, a-b, */s, a-b/s, lists, names
+--             jan-dec and sun-sat, 0 or 7 for Sunday; when both days are
+--             restricted, either matches), '*/10 * * * * *' (6 fields, seconds
+--             first: the workers only), '@hourly', '@daily', '@weekly',
+--             '@monthly', '@yearly', or '1 second' to '59 seconds'
 --   topic     a declared topic
 --   payload   the payload of every job (default '{}'), at most the topic's
 --             max_payload_bytes
 --   priority  the priority of every job (default 0)
---   Returns: the pg_cron job id.
+--   ticker    'pg_cron', 'workers', or NULL (default): pg_cron where it can,
+--             else the workers
+--   Returns: the pg_cron job id; NULL when the workers tick the schedule.
 -- unschedule: removes the schedule and its pg_cron job. Returns true when there
 --   was one, false when not. Works without pg_cron (then only the row goes).
+-- tick_schedules:
+--   max_ticks  at most this many ticks in one call, 1 to 10000 (default 1000)
+--   Returns: one brooq.ticked_job per tick done (or failed), none when nothing
+--   was due. Granted to brooq_worker.
 -- Errors:
---   22004 null_value_not_allowed           a NULL argument
---   22023 invalid_parameter_value          a bad name; a schedule over 100
---                                          characters, or one pg_cron rejects
+--   22004 null_value_not_allowed           a NULL argument (but ticker)
+--   22023 invalid_parameter_value          a bad name or ticker; a schedule over 100
+--                                          characters, one that does not parse or
+--                                          never fires, or one pg_cron rejects;
+--                                          max_ticks out of range
 --   42704 undefined_object                 the topic was not declared
 --   54000 program_limit_exceeded           the payload is larger than the topic allows
---   55000 object_not_in_prerequisite_state schedule: pg_cron is not installed here
--- Touches: brooq.schedule (one row), cron.job (one row); each tick inserts at
--- most one row into brooq.job and updates the schedule's last_tick_at, last_job_id.
+--   55000 object_not_in_prerequisite_state ticker 'pg_cron': pg_cron is not
+--                                          installed here
+-- Touches: brooq.schedule (one row), cron.job (one row, pg_cron's); each tick
+-- inserts at most one row into brooq.job and updates the schedule's last_tick_at,
+-- last_job_id (and next_tick_at, last_error: the workers').
 create or replace function brooq._schedule_tick_at(cron text, at timestamptz)
 returns timestamptz
 language plpgsql
@@ -4010,6 +4115,137 @@ begin
 end
 $$;
 
+create or replace function brooq._cron_values(field text, lo integer, hi integer, what text)
+returns integer[]
+language plpgsql
+immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_names text[] := case _cron_values.what
+        when 'month' then array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
+        when 'day of week' then array['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] end;
+    v_base integer := case _cron_values.what when 'month' then 1 else 0 end;
+    v_part text;
+    v_match text[];
+    v_from integer;
+    v_to integer;
+    v_step integer;
+    v_values integer[] := '{}';
+begin
+    foreach v_part in array string_to_array(_cron_values.field, ',') loop
+        v_match := regexp_match(v_part, '^(\*|[0-9]{1,2}|[a-z]{3})(?:-([0-9]{1,2}|[a-z]{3}))?(?:/([0-9]{1,2}))?$');
+        if v_match is null or (v_match[1] = '*' and v_match[2] is not null) then
+            raise exception 'invalid schedule: "%" is not a % field', left(v_part, 20), _cron_values.what
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Write each field as *, n, a-b, */s, a-b/s or a list of those, e.g. ''*/5 * * * *''.';
+        end if;
+        v_from := case when v_match[1] = '*' then _cron_values.lo
+                       when v_match[1] ~ '^[0-9]+$' then v_match[1]::integer
+                       else array_position(v_names, v_match[1]) - 1 + v_base end;
+        v_to := case when v_match[1] = '*' or (v_match[2] is null and v_match[3] is not null) then _cron_values.hi
+                     when v_match[2] is null then v_from
+                     when v_match[2] ~ '^[0-9]+$' then v_match[2]::integer
+                     else array_position(v_names, v_match[2]) - 1 + v_base end;
+        if v_from is null or v_to is null or v_from not between _cron_values.lo and _cron_values.hi or v_to not between _cron_values.lo and _cron_values.hi then
+            raise exception 'invalid schedule: "%" is not a % field (% to %)', left(v_part, 20), _cron_values.what,
+                    _cron_values.lo, _cron_values.hi
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Write each field as *, n, a-b, */s, a-b/s or a list of those, e.g. ''*/5 * * * *''.';
+        end if;
+        v_step := coalesce(v_match[3]::integer, 1);
+        if v_step < 1 or v_from > v_to then
+            raise exception 'invalid schedule: "%" is an empty % range', left(v_part, 20), _cron_values.what
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Give a range low to high (a-b) and a step of at least 1 (*/s).';
+        end if;
+        v_values := v_values || array(select generate_series(v_from, v_to, v_step));
+    end loop;
+    return array(select distinct v from unnest(v_values) as v order by v);
+end
+$$;
+
+create or replace function brooq._schedule_next(cron text, after timestamptz)
+returns timestamptz
+language plpgsql
+immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_cron text := lower(btrim(_schedule_next.cron));
+    v_fields text[];
+    v_step integer;
+    v_sec integer[];
+    v_min integer[];
+    v_hour integer[];
+    v_dom integer[];
+    v_month integer[];
+    v_dow integer[];
+    v_either boolean;  -- both days restricted: either one matches (as in cron)
+    v_dom_ok boolean;
+    v_dow_ok boolean;
+    v_from timestamp := date_trunc('second', _schedule_next.after at time zone 'UTC') + interval '1 second';
+    v_day date := v_from::date;
+    v_start integer[] := array[extract(hour from v_from)::integer, extract(minute from v_from)::integer,
+                               extract(second from v_from)::integer];
+    v_h integer;
+    v_m integer;
+    v_s integer;
+begin
+    if v_cron ~ '^[0-9]+\s*seconds?$' then
+        v_step := substring(v_cron from '^([0-9]{1,2})\s*seconds?$')::integer;
+        if v_step is null or v_step not between 1 and 59 then
+            raise exception 'invalid schedule "%": a step of 1 to 59 seconds', left(_schedule_next.cron, 40)
+                using errcode = 'invalid_parameter_value',
+                      hint = 'For a minute or more, use a cron schedule such as ''*/2 * * * *''.';
+        end if;
+        return to_timestamp((floor(extract(epoch from _schedule_next.after) / v_step) + 1) * v_step);
+    end if;
+    v_cron := case v_cron
+        when '@yearly' then '0 0 1 1 *' when '@annually' then '0 0 1 1 *' when '@monthly' then '0 0 1 * *'
+        when '@weekly' then '0 0 * * 0' when '@daily' then '0 0 * * *' when '@midnight' then '0 0 * * *'
+        when '@hourly' then '0 * * * *' else v_cron end;
+    v_fields := regexp_split_to_array(v_cron, '\s+');
+    if cardinality(v_fields) = 5 then
+        v_fields := array['0'] || v_fields;
+    elsif cardinality(v_fields) <> 6 then
+        raise exception 'invalid schedule "%": % fields', left(_schedule_next.cron, 40), cardinality(v_fields)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Give 5 fields (minute hour day month weekday), 6 with the second first, or ''N seconds''.';
+    end if;
+    v_sec := brooq._cron_values(v_fields[1], 0, 59, 'second');
+    v_min := brooq._cron_values(v_fields[2], 0, 59, 'minute');
+    v_hour := brooq._cron_values(v_fields[3], 0, 23, 'hour');
+    v_dom := brooq._cron_values(v_fields[4], 1, 31, 'day of month');
+    v_month := brooq._cron_values(v_fields[5], 1, 12, 'month');
+    v_dow := array(select distinct d operator(pg_catalog.%) 7
+                     from unnest(brooq._cron_values(v_fields[6], 0, 7, 'day of week')) as d);
+    v_either := v_fields[4] !~ '^\*' and v_fields[6] !~ '^\*';
+    -- Day by day, for ten years at most (a 29 February on a Monday comes back within 28):
+    -- the first time of day at or after the start that every field allows.
+    for i in 0 .. 3660 loop
+        v_dom_ok := extract(day from v_day)::integer = any(v_dom);
+        v_dow_ok := extract(dow from v_day)::integer = any(v_dow);
+        if extract(month from v_day)::integer = any(v_month)
+           and ((v_either and (v_dom_ok or v_dow_ok)) or (not v_either and v_dom_ok and v_dow_ok)) then
+            foreach v_h in array v_hour loop
+                continue when v_h < v_start[1];
+                foreach v_m in array v_min loop
+                    continue when v_h = v_start[1] and v_m < v_start[2];
+                    foreach v_s in array v_sec loop
+                        continue when v_h = v_start[1] and v_m = v_start[2] and v_s < v_start[3];
+                        return (v_day + make_time(v_h, v_m, v_s)) at time zone 'UTC';
+                    end loop;
+                end loop;
+            end loop;
+        end if;
+        v_day := v_day + 1;
+        v_start := array[-1, -1, -1];
+    end loop;
+    return null;  -- never within ten years (30 February)
+end
+$$;
+
 create or replace function brooq._schedule_tick(name text)
 returns bigint
 language plpgsql
@@ -4020,9 +4256,11 @@ declare
     v_tick timestamptz;
     v_id bigint;
 begin
-    select s.* into v_schedule from brooq.schedule s where s.name = _schedule_tick.name for no key update;
+    select s.* into v_schedule from brooq.schedule s
+     where s.name = _schedule_tick.name and s.ticker = 'pg_cron'
+       for no key update;
     if not found then
-        return null;  -- unscheduled while pg_cron was running it
+        return null;  -- unscheduled while pg_cron was running it, or the workers' now
     end if;
     v_tick := brooq._schedule_tick_at(v_schedule.cron, brooq._now());
     select e.id into v_id
@@ -4037,12 +4275,93 @@ begin
 end
 $$;
 
+create or replace function brooq.tick_schedules(max_ticks integer default 1000)
+returns setof brooq.ticked_job
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_left integer := tick_schedules.max_ticks;
+    v_schedule record;
+    v_tick timestamptz;
+    v_next timestamptz;
+    v_id bigint;
+    v_created boolean;
+    v_state text;
+    v_error text;
+    v_last_tick timestamptz;
+    v_last_job bigint;
+    v_last_error text;
+begin
+    if tick_schedules.max_ticks is null then
+        raise exception 'brooq.tick_schedules: max_ticks must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Leave it out for its default (1000).';
+    end if;
+    if tick_schedules.max_ticks not between 1 and 10000 then
+        raise exception 'max_ticks must be between 1 and 10000, not %', tick_schedules.max_ticks
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Tick at most 10000 ticks a call; call again for the rest.';
+    end if;
+    for v_schedule in
+        select s.name, s.cron, s.topic, s.payload, s.priority, s.next_tick_at,
+               s.last_tick_at, s.last_job_id, s.last_error
+          from brooq.schedule s
+         where s.ticker = 'workers' and s.next_tick_at <= v_now
+         order by s.next_tick_at, s.name
+         for no key update of s skip locked
+    loop
+        exit when v_left = 0;
+        v_tick := v_schedule.next_tick_at;
+        v_last_tick := v_schedule.last_tick_at;
+        v_last_job := v_schedule.last_job_id;
+        v_last_error := v_schedule.last_error;
+        while v_tick is not null and v_tick <= v_now and v_left > 0 loop
+            v_state := null;
+            v_error := null;
+            begin
+                select e.id, e.created into v_id, v_created
+                  from brooq.enqueue(v_schedule.topic, v_schedule.payload,
+                                     idempotency_key => format('schedule:%s:%s', v_schedule.name,
+                                                               to_char(v_tick at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
+                                     priority => v_schedule.priority) as e;
+            exception when others then
+                get stacked diagnostics v_state = returned_sqlstate, v_error = message_text;
+                v_id := null;
+                v_created := false;
+                v_error := left(v_state || ' ' || v_error, 300);
+            end;
+            v_left := v_left - 1;
+            return next row(v_schedule.name, v_tick, v_id, v_created, v_error)::brooq.ticked_job;
+            exit when v_state in ('55P03', '40001', '40P01');  -- the tick stays owed: the next call
+            v_last_error := v_error;
+            if v_id is not null then
+                v_last_tick := v_tick;
+                v_last_job := v_id;
+            end if;
+            v_next := brooq._schedule_next(v_schedule.cron, v_tick);
+            if v_next < v_now - interval '1 minute' then
+                v_next := brooq._schedule_next(v_schedule.cron, v_now);  -- a long gap: skip to now
+            end if;
+            v_tick := v_next;
+        end loop;
+        update brooq.schedule s
+           set next_tick_at = v_tick, last_tick_at = v_last_tick, last_job_id = v_last_job,
+               last_error = v_last_error
+         where s.name = v_schedule.name;
+    end loop;
+end
+$$;
+
 create or replace function brooq.schedule(
     name text,
     cron text,
     topic text,
     payload jsonb default '{}',
-    priority integer default 0)
+    priority integer default 0,
+    ticker text default null)
 returns bigint
 language plpgsql
 security definer
@@ -4051,7 +4370,12 @@ as $$
 declare
     v_now timestamptz := brooq._now();
     v_max_bytes integer;
+    v_ticker text := schedule.ticker;
+    v_fields integer := cardinality(regexp_split_to_array(btrim(schedule.cron), '\s+'));
+    v_seconds boolean := schedule.cron ~* '^\s*[0-9]+\s*seconds?\s*$';
+    v_next timestamptz;
     v_jobid bigint;
+    v_job bigint;
 begin
     if schedule.name is null or schedule.cron is null or schedule.topic is null
        or schedule.payload is null or schedule.priority is null then
@@ -4069,6 +4393,21 @@ begin
             using errcode = 'invalid_parameter_value',
                   hint = 'Give a cron schedule such as ''*/5 * * * *'' or ''30 seconds''.';
     end if;
+    if v_ticker is null then
+        -- pg_cron where it is installed here and can run the schedule: 5 fields, or
+        -- 'N seconds' from pg_cron 1.5 (Debian's 1.4 has no seconds); else the workers
+        v_ticker := case when to_regnamespace('cron') is not null
+                               and (v_fields = 5 or (v_seconds and exists (
+                                        select from pg_extension x
+                                         where x.extname = 'pg_cron'
+                                           and string_to_array(split_part(x.extversion, '-', 1), '.')::integer[]
+                                               >= array[1, 5])))
+                         then 'pg_cron' else 'workers' end;
+    elsif v_ticker not in ('pg_cron', 'workers') then
+        raise exception 'invalid ticker "%"', left(v_ticker, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Say ''pg_cron'' or ''workers'', or leave it out: pg_cron where it is installed here, else the workers.';
+    end if;
     select t.max_payload_bytes into v_max_bytes from brooq.topic t where t.name = schedule.topic;
     if not found then
         raise exception 'topic "%" does not exist', left(schedule.topic, 200)
@@ -4081,12 +4420,39 @@ begin
             using errcode = 'program_limit_exceeded',
                   hint = 'Store large data elsewhere and enqueue a reference, or raise max_payload_bytes with brooq.declare_topic.';
     end if;
-    perform brooq._require_pg_cron();
-    insert into brooq.schedule as s (name, cron, topic, payload, priority, created_at, updated_at)
-    values (schedule.name, schedule.cron, schedule.topic, schedule.payload, schedule.priority, v_now, v_now)
+    if v_ticker = 'workers' then
+        v_next := brooq._schedule_next(schedule.cron, v_now);  -- 22023 when it does not parse
+        if v_next is null then
+            raise exception 'invalid schedule "%": it never fires', left(schedule.cron, 40)
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Check the day and the month: no 30 February.';
+        end if;
+    else
+        perform brooq._require_pg_cron();
+    end if;
+    insert into brooq.schedule as s (name, cron, topic, payload, priority, created_at, updated_at,
+                                     ticker, next_tick_at)
+    values (schedule.name, schedule.cron, schedule.topic, schedule.payload, schedule.priority, v_now, v_now,
+            v_ticker, v_next)
     on conflict on constraint schedule_pkey do update
        set cron = excluded.cron, topic = excluded.topic, payload = excluded.payload,
-           priority = excluded.priority, updated_at = excluded.updated_at;
+           priority = excluded.priority, updated_at = excluded.updated_at, ticker = excluded.ticker,
+           -- the same schedule again (a deploy that registers it at each start) keeps the tick it owes
+           next_tick_at = case when s.cron = excluded.cron and s.ticker = excluded.ticker
+                               then s.next_tick_at else excluded.next_tick_at end,
+           last_error = null;
+    if v_ticker = 'workers' then
+        -- from pg_cron to the workers: pg_cron's job goes
+        if to_regnamespace('cron') is not null then
+            for v_job in
+                execute 'select c.jobid from cron.job c where c.jobname = $1 and c.username = current_user'
+                  using 'brooq_schedule.' || schedule.name
+            loop
+                perform cron.unschedule(v_job);
+            end loop;
+        end if;
+        return null;
+    end if;
     -- pg_cron checks the schedule (22023 when it rejects it, and the row above
     -- rolls back with the statement). Dynamic: the parameter cron would shadow the
     -- schema cron in a static call.
@@ -4127,30 +4493,40 @@ begin
 end
 $$;
 
--- brooq.schedules: every periodic job, and the last job it enqueued.
+-- brooq.schedules: every periodic job, who ticks it, and the last job it enqueued.
 create or replace view brooq.schedules as
-select s.name, s.cron, s.topic, s.payload, s.priority, s.created_at, s.updated_at,
-       s.last_tick_at, s.last_job_id, j.state as last_job_state
+select s.name, s.cron, s.ticker, s.topic, s.payload, s.priority, s.created_at, s.updated_at,
+       s.next_tick_at, s.last_tick_at, s.last_job_id, j.state as last_job_state, s.last_error
   from brooq.schedule s
   left join brooq.job j on j.id = s.last_job_id;
 
 comment on view brooq.schedules is
-'Periodic jobs (brooq.schedule): schedule, topic, payload, priority, and the tick, id and state of the last job enqueued.';
+'Periodic jobs (brooq.schedule): schedule, ticker (pg_cron or workers), topic, payload, priority, the next tick the workers owe, and the tick, id and state of the last job enqueued, and the last tick''s error.';
 
 comment on function brooq._schedule_tick_at(text, timestamptz) is
-'Private: the tick an instant belongs to: the minute, or the N-second step of an ''N seconds'' schedule.';
+'Private: the tick an instant belongs to under pg_cron: the minute, or the N-second step of an ''N seconds'' schedule.';
+comment on function brooq._cron_values(text, integer, integer, text) is
+'Private: the values one cron field allows, sorted (*, n, a-b, */s, a-b/s, lists, month and weekday names). Errors: 22023.';
+comment on function brooq._schedule_next(text, timestamptz) is
+'Private: the first tick of a schedule after an instant, in UTC (5 or 6 cron fields, @daily and friends, ''N seconds''); NULL when it never fires within ten years. Errors: 22023 a schedule that does not parse.';
 comment on function brooq._schedule_tick(text) is
-'Private: what pg_cron runs for a schedule: enqueue its job once per tick (idempotency key schedule:<name>:<tick>); the job id, NULL when the schedule is gone.';
-comment on function brooq.schedule(text, text, text, jsonb, integer) is
-'Register (idempotently) a periodic job on pg_cron: one job of topic per tick; returns the pg_cron job id. Errors: 22004 NULL, 22023 bad name or schedule, 42704 unknown topic, 54000 payload too large, 55000 pg_cron missing.';
+'Private: what pg_cron runs for a schedule: enqueue its job once per tick (idempotency key schedule:<name>:<tick>); the job id, NULL when the schedule is gone or the workers tick it.';
+comment on function brooq.tick_schedules(integer) is
+'What the workers run about once a second: enqueue the job of every tick that has come of the schedules the workers tick (SKIP LOCKED: one worker per schedule), idempotency key schedule:<name>:<tick>; a row per tick, with the error of a tick that enqueued nothing (55P03, 40001, 40P01: the tick stays owed). Errors: 22004 NULL, 22023 max_ticks out of 1..10000.';
+comment on function brooq.schedule(text, text, text, jsonb, integer, text) is
+'Register (idempotently) a periodic job, ticked by pg_cron or by the workers: one job of topic per tick; returns the pg_cron job id, NULL when the workers tick it. Errors: 22004 NULL, 22023 bad name, schedule or ticker, 42704 unknown topic, 54000 payload too large, 55000 ticker pg_cron without pg_cron.';
 comment on function brooq.unschedule(text) is
 'Remove a periodic job and its pg_cron job; true if there was one. Errors: 22004 NULL name.';
 
 revoke all on function brooq._schedule_tick_at(text, timestamptz) from public;
+revoke all on function brooq._cron_values(text, integer, integer, text) from public;
+revoke all on function brooq._schedule_next(text, timestamptz) from public;
 revoke all on function brooq._schedule_tick(text) from public;
-revoke all on function brooq.schedule(text, text, text, jsonb, integer) from public;
+revoke all on function brooq.tick_schedules(integer) from public;
+revoke all on function brooq.schedule(text, text, text, jsonb, integer, text) from public;
 revoke all on function brooq.unschedule(text) from public;
-grant execute on function brooq.schedule(text, text, text, jsonb, integer) to brooq_admin;
+grant execute on function brooq.tick_schedules(integer) to brooq_worker;
+grant execute on function brooq.schedule(text, text, text, jsonb, integer, text) to brooq_admin;
 grant execute on function brooq.unschedule(text) to brooq_admin;
 revoke all on brooq.schedules from public;
 grant select on brooq.schedules to brooq_worker, brooq_admin;
@@ -4399,6 +4775,380 @@ comment on view brooq.topics is
 revoke all on brooq.topics from public;
 grant select on brooq.topics to brooq_worker, brooq_admin;
 
+-- change function_drop_topic
+
+-- brooq.drop_topic(name, force) -> bigint
+--
+-- Removes a topic: its row of brooq.topic and everything kept for it (its row of
+-- brooq.flow_lock, its ordered groups' numbers in brooq.job_group, its claims in
+-- brooq.claim_window, its counters in brooq.retention_stat). An admin's act, for a
+-- topic nobody uses any more: a typo'd `emial` a worker created, a retired one.
+-- Refused while the topic still has jobs (in any state) or schedules, unless
+-- force => true, which deletes its jobs (processing ones too: their workers find
+-- the lease gone, their outcomes are not written) and removes its schedules
+-- (with their pg_cron jobs) as well. A worker still serving the topic stops at
+-- its next claim (42704); a producer enqueueing into it gets 42704. Locks the
+-- topic's row until the caller commits: declare_topic, alter_topic and
+-- pause_topic of the topic wait for it. Enqueue does not lock the row (see
+-- brooq.enqueue): a job enqueued while the drop commits is left behind, topicless;
+-- drop_topic of the same name with force deletes it. Workflows: a deleted job
+-- takes its edges along; a deleted parent that had not finished counts as
+-- canceled for its waiting children in other topics (brooq._release, as
+-- brooq.flush).
+--
+-- Parameters:
+--   name   the topic
+--   force  false (default): refuse while jobs or schedules remain; true: delete
+--          them with the topic
+-- Returns: how many jobs were deleted with it (0 without force).
+-- Errors:
+--   22004 null_value_not_allowed  name or force is NULL
+--   42704 undefined_object        no such topic (and no job left under its name)
+--   55006 object_in_use           jobs or schedules remain and force is false
+-- Touches: deletes the topic's rows of brooq.topic, brooq.flow_lock, brooq.job_group,
+-- brooq.claim_window, brooq.retention_stat, and with force of brooq.job,
+-- brooq.schedule and cron.job, and the deleted jobs' rows of brooq.job_edge; through
+-- brooq._release, the waiting descendants of the unfinished parents it deleted.
+create or replace function brooq.drop_topic(name text, force boolean default false)
+returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_jobs bigint;
+    v_schedules text[];
+    v_schedule text;
+    v_count bigint;
+    v_parents bigint[];   -- deleted jobs that had children and had not finished
+begin
+    if drop_topic.name is null or drop_topic.force is null then
+        raise exception 'brooq.drop_topic: name and force must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Name a topic; leave force out to refuse while jobs remain.';
+    end if;
+    perform from brooq.topic t where t.name = drop_topic.name for update;
+    if not found and not exists (select from brooq.job j where j.topic = drop_topic.name) then
+        raise exception 'topic "%" does not exist', left(drop_topic.name, 200)
+            using errcode = 'undefined_object',
+                  hint = 'Name a declared topic: select name from brooq.topics.';
+    end if;
+    if not drop_topic.force then
+        select count(*) into v_jobs from brooq.job j where j.topic = drop_topic.name;
+        if v_jobs > 0 then
+            raise exception 'topic "%" still has % job%', left(drop_topic.name, 200), v_jobs,
+                    case when v_jobs = 1 then '' else 's' end
+                using errcode = 'object_in_use',
+                      hint = 'Drop it with force => true, which deletes them; or empty it first: brooq.flush(topic) for the waiting jobs, states => array[''done'', ''dead'', ''canceled''] for the finished ones.';
+        end if;
+    end if;
+    select array_agg(s.name order by s.name) into v_schedules from brooq.schedule s where s.topic = drop_topic.name;
+    if v_schedules is not null and not drop_topic.force then
+        raise exception 'topic "%" has % schedule%: %', left(drop_topic.name, 200), cardinality(v_schedules),
+                case when cardinality(v_schedules) = 1 then '' else 's' end,
+                left(array_to_string(v_schedules, ', '), 200)
+            using errcode = 'object_in_use',
+                  hint = 'Unschedule them first (brooq.unschedule(name)), or drop it with force => true, which removes them too.';
+    end if;
+    foreach v_schedule in array coalesce(v_schedules, '{}') loop
+        perform brooq.unschedule(v_schedule);  -- its pg_cron job too
+    end loop;
+    -- Workflows: a deleted job takes its edges to its parents along; a deleted
+    -- parent that had not finished counts as canceled for its waiting children in
+    -- other topics (brooq._release, as brooq.flush does).
+    with gone as (
+        delete from brooq.job j where j.topic = drop_topic.name
+        returning j.id, j.state, j.has_children, j.after_policy
+    ), edges as (
+        delete from brooq.job_edge e
+         using gone g
+         where g.after_policy is not null and e.child = g.id
+    )
+    select count(*), array_agg(g.id) filter (where g.has_children and g.state not in ('done', 'dead', 'canceled'))
+      into v_count, v_parents
+      from gone g;
+    if v_parents is not null then
+        perform brooq._release(v_parents, array_fill('canceled'::text, array[cardinality(v_parents)]));
+    end if;
+    delete from brooq.job_group g where g.topic = drop_topic.name;
+    delete from brooq.claim_window w where w.topic = drop_topic.name;
+    delete from brooq.retention_stat r where r.topic = drop_topic.name;
+    delete from brooq.topic t where t.name = drop_topic.name;  -- its flow_lock row cascades
+    return v_count;
+end
+$$;
+
+comment on function brooq.drop_topic(text, boolean) is
+'Remove a topic and what is kept for it; refused while it has jobs or schedules unless force => true, which deletes them too; returns the jobs deleted. Errors: 22004 NULL, 42704 unknown topic, 55006 jobs or schedules remain.';
+
+revoke all on function brooq.drop_topic(text, boolean) from public;
+grant execute on function brooq.drop_topic(text, boolean) to brooq_admin;
+
+-- change table_staged_call
+
+-- brooq.staged_call: the bulk enqueues a PL/Proxy router (proxy/, docs/scale-out.md)
+-- split over several partitions, as this partition holds its share of each: one row
+-- per call id. A call's jobs are inserted unclaimable here (available_at at the
+-- marker 9999-12-30, which no claim reaches: claim is unchanged), then the router
+-- publishes every partition's share, or discards every share, so that either every
+-- job of the call becomes claimable or none ever runs (brooq.enqueue_staged,
+-- brooq.decide_staged).
+--
+-- state:
+--   staged     the jobs are here, unclaimable (job_ids, available_at: when they
+--              become claimable once published)
+--   published  the jobs were made claimable (job_ids cleared)
+--   fenced     a resolver (brooq_proxy.resolve on a router) took the call over: a
+--              plain publish is refused, only a forced one (a partition of the call is
+--              published) or a discard follows
+--   discarded  the jobs were deleted, or the call never staged here (a tombstone: a
+--              late staging of the same call id is refused)
+-- decided_at is set when the state leaves staged. Rows that are published or
+-- discarded are forgotten by brooq.forget_staged (a resolver's cleanup).
+create table brooq.staged_call (
+    call_id      uuid        not null,
+    state        text        not null,
+    topic        text,
+    job_ids      bigint[],
+    available_at timestamptz,
+    staged_at    timestamptz not null,
+    decided_at   timestamptz,
+    constraint staged_call_pkey primary key (call_id),
+    constraint staged_call_state_known check (state in ('staged', 'published', 'fenced', 'discarded')),
+    constraint staged_call_decided_iff_not_staged check ((state = 'staged') = (decided_at is null))
+);
+
+-- The calls not yet settled (a resolver lists them; enqueue_staged checks keys against them).
+create index staged_call_open_idx on brooq.staged_call (staged_at) where state in ('staged', 'fenced');
+
+comment on table brooq.staged_call is
+'Bulk enqueues of a router, this partition''s share of each, until published or discarded (private: written by brooq.enqueue_staged and brooq.decide_staged).';
+
+revoke all on table brooq.staged_call from public;
+
+-- What a resolver reads: every call this partition holds, with how many jobs.
+create or replace view brooq.staged_calls as
+select s.call_id, s.state, s.topic, coalesce(cardinality(s.job_ids), 0) as jobs,
+       s.available_at, s.staged_at, s.decided_at
+  from brooq.staged_call s;
+
+comment on view brooq.staged_calls is
+'The router''s bulk enqueues this partition holds a share of: call id, state (staged, published, fenced, discarded), topic, jobs still unclaimable, when they become claimable once published, when staged and decided.';
+
+revoke all on brooq.staged_calls from public;
+grant select on brooq.staged_calls to brooq_admin;
+
+-- change function_enqueue_staged
+
+-- brooq.enqueue_staged(call_id, topic, payloads, idempotency_keys, available_at,
+--                      priority, delay, group_keys, trace_context)
+--   -> setof brooq.enqueued, one row per payload, in input order
+-- brooq.decide_staged(call_id, decision) -> text, the call's state here after it
+-- brooq.forget_staged(keep, open_calls) -> integer, rows forgotten
+--
+-- This partition's share of a bulk enqueue that a PL/Proxy router (proxy/,
+-- docs/scale-out.md) split over several partitions. The router stages every share
+-- (enqueue_staged, each partition in its own transaction), then publishes every
+-- share (decide_staged 'publish') once all are staged, or discards them
+-- (decide_staged 'discard') when one failed: either every job of the call becomes
+-- claimable or none ever runs. A router that dies between the steps leaves the call
+-- to brooq_proxy.resolve(), which fences the call on every partition ('fence': a
+-- plain publish is then refused) and publishes it everywhere ('force') when any
+-- partition already published it, else discards it everywhere.
+--
+-- A staged job is an ordinary pending job whose available_at is the marker
+-- 9999-12-30 00:00:00+00, which no claim reaches: claim is unchanged. Publishing sets
+-- its available_at to the instant enqueue_staged computed (available_at, now +
+-- delay, or now) and wakes the topic's listeners; discarding deletes it. Until then
+-- it counts as scheduled in brooq.topic_stats and holds its idempotency key and
+-- its place in its ordered group.
+--
+-- enqueue_staged: brooq.enqueue_many's arguments and rules (and errors), after a
+--   call id the router draws at random. Refused when the call id is known here
+--   already (a resolver fenced it before this share arrived), and when a key of the
+--   batch belongs to another call's job that is not published yet (that call may
+--   still be discarded: the caller retries once it is decided).
+-- decide_staged:
+--   'publish'  staged -> published; fenced or discarded: refused (returns that state)
+--   'force'    staged or fenced -> published; discarded: refused
+--   'fence'    staged -> fenced; no row -> a discarded tombstone
+--   'discard'  staged or fenced -> discarded (the jobs deleted); published: refused;
+--              no row -> a discarded tombstone
+--   Returns the state after the decision, or 'absent' (publish, force: no row).
+--   A staged job canceled meanwhile stays canceled.
+-- forget_staged: deletes the published and discarded rows decided more than keep
+--   ago, but those of open_calls (calls a resolver found still staged or fenced on
+--   some partition).
+-- Errors:
+--   22004 null_value_not_allowed   a NULL call_id, decision, keep; enqueue_many's
+--   22023 invalid_parameter_value  an unknown decision; keep negative or over 100
+--                                  years; enqueue_many's
+--   40001 serialization_failure    enqueue_staged: the call id is known here already
+--   55P03 lock_not_available       enqueue_staged: a key of the batch belongs to a job
+--                                  of another call not yet published (enqueue_many's
+--                                  check, as for every bulk enqueue)
+--   42704, 54000                   enqueue_staged: enqueue_many's
+-- Touches: brooq.staged_call (one row per call); brooq.job: enqueue_staged inserts
+-- (as enqueue_many), publish updates available_at, discard deletes.
+create or replace function brooq.enqueue_staged(
+    call_id uuid,
+    topic text,
+    payloads jsonb[],
+    idempotency_keys text[] default null,
+    available_at timestamptz default null,
+    priority integer default 0,
+    delay interval default null,
+    group_keys text[] default null,
+    trace_context jsonb default null)
+returns setof brooq.enqueued
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_at timestamptz;
+    v_ids bigint[];
+    v_new boolean[];
+begin
+    if enqueue_staged.call_id is null then
+        raise exception 'brooq.enqueue_staged: call_id must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the random call id the router drew for this bulk enqueue.';
+    end if;
+    v_at := brooq._available_at(v_now, enqueue_staged.available_at, enqueue_staged.delay);
+    select array_agg(e.id order by e.n), array_agg(e.created order by e.n)
+      into v_ids, v_new
+      from brooq.enqueue_many(enqueue_staged.topic, enqueue_staged.payloads, enqueue_staged.idempotency_keys,
+                              '9999-12-30 00:00:00+00'::timestamptz, enqueue_staged.priority, null,
+                              enqueue_staged.group_keys, enqueue_staged.trace_context)
+           with ordinality as e(id, created, n);
+    -- The call's row, last: a resolver's fence of the same id (an insert too) either
+    -- came first, and this share is refused, or waits for this transaction.
+    insert into brooq.staged_call as s (call_id, state, topic, job_ids, available_at, staged_at)
+    values (enqueue_staged.call_id, 'staged', enqueue_staged.topic,
+            array(select u.id from unnest(v_ids, v_new) as u(id, created) where u.created), v_at, v_now)
+    on conflict on constraint staged_call_pkey do nothing;
+    if not found then
+        raise exception 'bulk enqueue % is known here already: it was abandoned', enqueue_staged.call_id
+            using errcode = 'serialization_failure',
+                  hint = 'Enqueue the batch again: no job of that call runs.';
+    end if;
+    return query
+    select u.id, u.created from unnest(v_ids, v_new) with ordinality as u(id, created, n) order by u.n;
+end
+$$;
+
+comment on function brooq.enqueue_staged(uuid, text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) is
+'A router''s bulk enqueue, this partition''s share: brooq.enqueue_many''s jobs, unclaimable until brooq.decide_staged publishes them; returns (id, created) per payload in input order. Errors: 22004, 42704, 54000, 22023 (as enqueue_many), 40001 (the call id is known here already), 55P03 (a key held by another call not yet published, or held too long).';
+
+create or replace function brooq.decide_staged(call_id uuid, decision text)
+returns text
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_call brooq.staged_call;
+    v_notify boolean;
+begin
+    if decide_staged.call_id is null or decide_staged.decision is null then
+        raise exception 'brooq.decide_staged: call_id and decision must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass a call id and one of publish, force, fence, discard.';
+    end if;
+    if decide_staged.decision not in ('publish', 'force', 'fence', 'discard') then
+        raise exception 'unknown decision "%"', left(decide_staged.decision, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'A decision is publish, force, fence or discard.';
+    end if;
+    if decide_staged.decision in ('fence', 'discard') then
+        -- A call that never staged here gets a tombstone: its share, if it arrives
+        -- late, is refused (brooq.enqueue_staged).
+        insert into brooq.staged_call (call_id, state, staged_at, decided_at)
+        values (decide_staged.call_id, 'discarded', v_now, v_now)
+        on conflict on constraint staged_call_pkey do nothing;
+        if found then
+            return 'discarded';
+        end if;
+    end if;
+    select s.* into v_call from brooq.staged_call s where s.call_id = decide_staged.call_id for update;
+    if not found then
+        return 'absent';
+    end if;
+    if v_call.state = 'published' or v_call.state = 'discarded'
+        or (decide_staged.decision = 'publish' and v_call.state = 'fenced')
+        or (decide_staged.decision = 'fence' and v_call.state = 'fenced') then
+        return v_call.state;
+    end if;
+    if decide_staged.decision = 'fence' then
+        update brooq.staged_call s set state = 'fenced', decided_at = v_now where s.call_id = decide_staged.call_id;
+        return 'fenced';
+    elsif decide_staged.decision = 'discard' then
+        delete from brooq.job j
+         where j.id = any(v_call.job_ids) and j.state = 'pending'
+           and j.available_at = '9999-12-30 00:00:00+00'::timestamptz;
+        update brooq.staged_call s set state = 'discarded', decided_at = v_now, job_ids = null
+         where s.call_id = decide_staged.call_id;
+        return 'discarded';
+    end if;
+    -- publish, or force
+    update brooq.job j set available_at = v_call.available_at
+     where j.id = any(v_call.job_ids) and j.state = 'pending'
+       and j.available_at = '9999-12-30 00:00:00+00'::timestamptz;
+    update brooq.staged_call s set state = 'published', decided_at = v_now, job_ids = null
+     where s.call_id = decide_staged.call_id;
+    select t.notify into v_notify from brooq.topic t where t.name = v_call.topic;
+    if v_notify and cardinality(v_call.job_ids) > 0 and v_call.available_at <= v_now then
+        perform pg_notify('brooq', v_call.topic);
+    end if;
+    return 'published';
+end
+$$;
+
+comment on function brooq.decide_staged(uuid, text) is
+'A router''s decision on a bulk enqueue staged here: publish, force, fence or discard (see brooq.enqueue_staged); returns the call''s state here after it (published, fenced, discarded) or absent. Errors: 22004 NULL argument, 22023 unknown decision.';
+
+create or replace function brooq.forget_staged(keep interval, open_calls uuid[] default '{}')
+returns integer
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_n integer;
+begin
+    if forget_staged.keep is null then
+        raise exception 'brooq.forget_staged: keep must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass how long decided calls are kept, e.g. ''1 hour''.';
+    end if;
+    if not brooq._duration_ok(forget_staged.keep) or forget_staged.keep > interval '100 years' then
+        raise exception 'invalid keep %', forget_staged.keep
+            using errcode = 'invalid_parameter_value',
+                  hint = 'keep is a duration with no negative part, at most 100 years.';
+    end if;
+    delete from brooq.staged_call s
+     where s.state in ('published', 'discarded')
+       and s.decided_at < brooq._now() - forget_staged.keep
+       and s.call_id <> all(coalesce(forget_staged.open_calls, '{}'));
+    get diagnostics v_n = row_count;
+    return v_n;
+end
+$$;
+
+comment on function brooq.forget_staged(interval, uuid[]) is
+'A router resolver''s cleanup: deletes the published and discarded calls decided more than keep ago, but open_calls. Returns how many. Errors: 22004 NULL keep, 22023 a bad keep.';
+
+revoke all on function brooq.enqueue_staged(uuid, text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb) from public;
+revoke all on function brooq.decide_staged(uuid, text) from public;
+revoke all on function brooq.forget_staged(interval, uuid[]) from public;
+grant execute on function brooq.enqueue_staged(uuid, text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb),
+                          brooq.decide_staged(uuid, text)
+   to brooq_producer;
+grant execute on function brooq.forget_staged(interval, uuid[]) to brooq_admin;
+
 -- change private_release
 
 -- brooq._release(parents, states) -> integer, the children it made pending or canceled
@@ -4407,7 +5157,8 @@ grant select on brooq.topics to brooq_worker, brooq_admin;
 -- (just made terminal by the caller, in the caller's transaction) in its children,
 -- once per (parent, child) edge. Every function that makes a job with has_children
 -- terminal calls it with those jobs and the state each ended in: settle_many (and
--- so settle), cancel, reap, and flush (a deleted parent counts as canceled).
+-- so settle), cancel, reap, flush and drop_topic (a deleted parent counts as
+-- canceled).
 --
 -- Per child, in one update of its row: parents_left goes down by the number of its
 -- parents in this call; the child becomes pending when that reaches 0, or canceled

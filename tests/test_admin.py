@@ -1,5 +1,5 @@
 """brooq.admin and its brooq.aio twins: retry, retry_dead, pause_topic, resume_topic, flush,
-alter_topic, schedule, unschedule, each a thin call of its SQL function, errors mapped."""
+alter_topic, schedule, unschedule, drop_topic, each a thin call of its SQL function, errors mapped."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ T = TypeVar("T")
 Conn = psycopg.Connection[Any]
 AConn = psycopg.AsyncConnection[Any]
 
-ADMIN_CALLS = ["alter_topic", "flush", "pause_topic", "resume_topic", "retry", "retry_dead",
+ADMIN_CALLS = ["alter_topic", "drop_topic", "flush", "pause_topic", "resume_topic", "retry", "retry_dead",
                "schedule", "unschedule"]
 
 
@@ -211,6 +211,7 @@ def producer_role(conn: Conn) -> Iterator[str]:
 
 SYNC_CALLS: dict[str, Callable[[Conn, int], object]] = {
     "alter_topic": lambda c, _: brooq.alter_topic(c, "guarded", max_attempts=2),
+    "drop_topic": lambda c, _: brooq.drop_topic(c, "guarded", force=True),
     "flush": lambda c, _: brooq.flush(c, "guarded"),
     "pause_topic": lambda c, _: brooq.pause_topic(c, "guarded"),
     "resume_topic": lambda c, _: brooq.resume_topic(c, "guarded"),
@@ -242,6 +243,7 @@ def test_the_async_twins_refuse_a_role_without_brooq_admin(db: str, producer_rol
         await aio.declare_topic(conn, "guarded")
         calls: dict[str, Callable[[], Awaitable[object]]] = {
             "alter_topic": lambda: aio.alter_topic(conn, "guarded", max_attempts=2),
+            "drop_topic": lambda: aio.drop_topic(conn, "guarded", force=True),
             "flush": lambda: aio.flush(conn, "guarded"),
             "pause_topic": lambda: aio.pause_topic(conn, "guarded"),
             "resume_topic": lambda: aio.resume_topic(conn, "guarded"),
@@ -305,3 +307,42 @@ def test_schedule_and_unschedule(cron_dsn: str) -> None:
         assert await aio.unschedule(aconn, "admin-hourly") is False
 
     run(cron_dsn, body)
+
+
+def test_schedule_ticked_by_the_workers_where_pg_cron_is_absent(conn: Conn, db: str) -> None:
+    brooq.declare_topic(conn, "admin.tick")
+    assert brooq.schedule(conn, "admin-seconds", "*/10 * * * * *", "admin.tick", {"n": 1}) is None
+    with pytest.raises(brooq.PgCronMissing):
+        brooq.schedule(conn, "admin-cron", "0 3 * * *", "admin.tick", ticker="pg_cron")
+    with pytest.raises(brooq.InvalidArgument, match="2 fields"):
+        brooq.schedule(conn, "admin-bad", "every tuesday", "admin.tick")
+    assert conn.execute("select ticker, next_tick_at is not null from brooq.schedules where name = 'admin-seconds'"
+                        ).fetchone() == ("workers", True)
+
+    async def body(aconn: AConn) -> None:
+        assert await aio.schedule(aconn, "admin-minute", "* * * * *", "admin.tick", ticker="workers") is None
+        assert await aio.unschedule(aconn, "admin-minute") is True
+
+    run(db, body)
+
+
+def test_drop_topic(conn: Conn, db: str) -> None:
+    brooq.declare_topic(conn, "emial")
+    assert brooq.drop_topic(conn, "emial") == 0
+    with pytest.raises(brooq.UnknownTopic, match='topic "emial" does not exist'):
+        brooq.drop_topic(conn, "emial")
+    brooq.declare_topic(conn, "retired")
+    brooq.enqueue_many(conn, "retired", [{}, {}])
+    with pytest.raises(brooq.TopicInUse, match='topic "retired" still has 2 jobs') as raised:
+        brooq.drop_topic(conn, "retired")
+    assert raised.value.sqlstate == "55006" and raised.value.hint is not None and "force" in raised.value.hint
+    assert count(conn, "retired") == 2
+
+    async def body(aconn: AConn) -> int:
+        with pytest.raises(brooq.TopicInUse):
+            await aio.drop_topic(aconn, "retired")
+        return await aio.drop_topic(aconn, "retired", force=True)
+
+    assert run(db, body) == 2
+    assert count(conn, "retired") == 0
+    assert conn.execute("select count(*) from brooq.topics where name in ('emial', 'retired')").fetchone() == (0,)

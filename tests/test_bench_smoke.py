@@ -43,7 +43,9 @@ def test_bench_smoke_runs_every_scenario_for_brooq(tmp_path: Path) -> None:
                 unretained = figures[("drain", f"{procs}, retain_done => false", system)]
                 assert unretained["min"] > 0 and not unretained["note"], unretained
         p50 = figures[("latency", "50/s p50", system)]
-        assert 0 < p50["median"] < 1000, p50  # ms: every job started, and soon
+        # ms: every job started, and soon. The producer notes a commit's time when the commit
+        # returns; on a loaded machine the worker can start the job before that (-1.9 ms seen)
+        assert -20 < p50["median"] < 1000, p50
     assert figures[("memory", "peak RSS, 1 worker draining", "brooq")]["median"] > 1
     assert figures[("enqueue", "bulk, 300 jobs", "brooq")]["median"] > 0
     assert figures[("ceiling", "pgbench claim ×100 + settle_many, 2 clients", "brooq")]["median"] > 0

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from chaos.checker import VIOLATIONS, check
-from chaos.history import CancelRecord, Execution, Fault, History, JobRow, Transition
+from chaos.history import CancelRecord, Execution, Fault, History, JobRow, SettleRecord, Transition
 
 
 @dataclass
@@ -98,6 +98,18 @@ class Builder:
         self._log(job_id, at, None)
         del self.rows[job_id]
 
+    def lost_claim(self, job_id: int, exec_id: str, start: float, end: float | None, pid: int = 1) -> int:
+        """An execution on a claim a failover took away: a token the log never saw, the
+        attempt that claim would have counted; returns the token."""
+        token = self.rng.randrange(-2**63, 2**63)
+        self.execute(job_id, exec_id, start, end, token=token, attempt=self.rows[job_id].attempts + 1, pid=pid)
+        return token
+
+    def acknowledge(self, job_id: int, state: str, at: float, token: int | None = None) -> None:
+        """A worker saw the settle of the job's current claim (or ``token``'s) commit."""
+        self.h.settles.append(SettleRecord(job_id, self.rows[job_id].token if token is None else token,
+                                           state, "w1", at))
+
     def build(self) -> History:
         self.h.jobs = {
             i: JobRow(i, r.state, r.attempts, r.max_attempts, r.token, {"plan": r.plan}, r.result,
@@ -164,6 +176,29 @@ def clean() -> Builder:
     b.claim(11, 7.0)
     b.settle(11, 7.6, "done", b.execute(11, "k2", 7.1, 7.5))
     return b
+
+
+def failover(b: Builder) -> None:
+    """A failover at 10.0 (the primary killed, the standby promoted at 11.0), and what a
+    good run does across it: a claim the standby never received (its handler ran, its
+    settle was refused) is a job ready again, claimed anew and done once; a claim made
+    just before the kill, its job prefetched and started within the bound after it;
+    outcomes acknowledged before and after the failover are all in the log."""
+    b.h.faults.append(Fault(10.0, "failover", "port 1"))
+    b.h.faults.append(Fault(11.0, "promote", "port 2"))
+    b.job(30)  # done before the failover, acknowledged
+    b.claim(30, 9.0)
+    b.settle(30, 9.5, "done", b.execute(30, "f1", 9.1, 9.4))
+    b.acknowledge(30, "done", 9.5)
+    b.job(31)  # its claim lost: run on the old primary, then claimed again on the new one
+    b.lost_claim(31, "f2", 9.8, 12.5, pid=3)  # overlapping the new attempt until its heartbeat said lost
+    b.claim(31, 11.5)
+    b.settle(31, 12.2, "done", b.execute(31, "f3", 11.6, 12.1))
+    b.acknowledge(31, "done", 12.2)
+    b.job(32)  # claimed at 9.95, prefetched, started 0.05 s after the kill
+    b.lost_claim(32, "f4", 10.05, 10.6)
+    b.claim(32, 12.0)
+    b.settle(32, 12.6, "done", b.execute(32, "f5", 12.1, 12.5))
 
 
 def test_a_clean_history_has_no_violation() -> None:
@@ -254,6 +289,40 @@ def _missed_poison(b: Builder) -> None:
         b.reap(20, 1.9 + i)
 
 
+def _reused(b: Builder) -> None:
+    b.job(20)
+    b.h.acked_payload[20] = 7  # acknowledged with the payload p=7; the id now holds {"plan": "ok"}
+    b.claim(20, 1.0)
+    b.settle(20, 2.0, "done", b.execute(20, "z1", 1.1, 1.5))
+
+
+def _outcome_lost(b: Builder) -> None:
+    failover(b)
+    b.job(20)
+    b.claim(20, 8.0)
+    b.execute(20, "z1", 8.1, 8.5)
+    b.acknowledge(20, "done", 8.6)  # acknowledged to the worker; the standby never had it
+    b.reap(20, 12.0)
+    b.claim(20, 12.1)
+    b.settle(20, 12.6, "done", b.execute(20, "z2", 12.2, 12.5))
+
+
+def _stale_through_a_lost_claim(b: Builder) -> None:
+    failover(b)
+    b.job(20)
+    b.lost_claim(20, "z1", 9.5, 9.9)
+    b.claim(20, 12.0)  # ready again on the new primary, claimed anew...
+    b.settle(20, 12.2, "done", "z1")  # ...and the lost claim's outcome lands under the new lease
+
+
+def _unknown_token_after_the_failover(b: Builder) -> None:
+    failover(b)
+    b.job(20)
+    b.lost_claim(20, "z1", 12.0, 12.5)  # a token nobody claimed, 2 s after the failover
+    b.claim(20, 13.0)
+    b.settle(20, 13.6, "done", b.execute(20, "z2", 13.1, 13.5))
+
+
 def _deleted(b: Builder) -> None:
     b.job(20, acked=False)  # its ack was lost, so it is not "lost": but purge deleted it live
     b.delete(20, 1.0)
@@ -261,6 +330,10 @@ def _deleted(b: Builder) -> None:
 
 PLANTED: dict[str, tuple[Callable[[Builder], None], int]] = {
     "lost": (_lost, 2),
+    "lost (an id given to another job)": (_reused, 1),
+    "outcome_lost": (_outcome_lost, 1),
+    "outcome_stale_lease (through a claim lost in a failover)": (_stale_through_a_lost_claim, 1),
+    "attempts_mismatch (an unknown token after the failover)": (_unknown_token_after_the_failover, 1),
     "outcome_unfinished": (_unfinished, 1),
     "outcome_stale_lease": (_stale, 1),
     "overlap_unexplained": (_overlap, 1),
@@ -289,6 +362,24 @@ def test_a_planted_fault_is_flagged_exactly(kind: str) -> None:
     expected = dict.fromkeys(VIOLATIONS, 0) | {kind: n}
     assert report.counts == expected, report.summary()
     assert all(d.startswith(kind) for d in report.details)
+
+
+def test_claims_lost_in_a_failover_are_counted_not_flagged() -> None:
+    b = clean()
+    failover(b)
+    report = check(b.build(), cancel_bound=1.0)
+    assert report.counts == dict.fromkeys(VIOLATIONS, 0), report.summary()
+    f = report.figures
+    assert (f["failovers"], f["claims_lost_in_failover"], f["outcomes_acknowledged"]) == (1, 2, 2)
+    assert (f["outcomes_lost_then_ran_again"], f["ids_reused"]) == (0, 0)
+
+
+def test_an_acknowledged_outcome_lost_and_run_again_is_counted() -> None:
+    b = clean()
+    _outcome_lost(b)
+    report = check(b.build(), cancel_bound=1.0)
+    assert report.figures["outcomes_lost_then_ran_again"] == 1
+    assert "the job ran again" in report.details[0]
 
 
 def test_without_the_database_log_the_client_view_still_catches_a_stale_outcome() -> None:

@@ -528,6 +528,16 @@ def test_jobs_lists_the_dead_ones_of_a_topic_with_their_error(db: str) -> None:
     assert bad.returncode == 2 and "invalid choice: 'finished'" in bad.stderr
 
 
+def test_jobs_topic_repeats_and_keeps_every_topic_given(db: str) -> None:
+    ids = make_jobs(db)
+    declare(db, "third")
+    brooq("enqueue", "third", "{}", dsn=db)
+    shown = json.loads(brooq("jobs", "--topic", "mail", "--topic", "other", "--json", dsn=db).stdout)
+    # was only "other": argparse kept the last --topic
+    assert {j["topic"] for j in shown} == {"mail", "other"}
+    assert {j["id"] for j in shown} == set(ids.values())
+
+
 def test_json_output_of_job_jobs_and_stats(db: str) -> None:
     ids = make_jobs(db)
     job = json.loads(brooq("job", str(ids["dead"]), "--json", dsn=db).stdout)

@@ -172,3 +172,19 @@ def test_topic_stats(conn: Conn, topic: str) -> None:
     s = stats[topic]
     assert (s.pending, s.ready, s.scheduled, s.processing) == (3, 2, 1, 0)
     assert s.oldest_ready_age is not None and s.oldest_ready_age >= timedelta(0)
+
+
+def test_a_key_of_a_router_s_unpublished_bulk_enqueue_says_so_and_retry_finds_the_job(
+        conn: Conn, topic: str) -> None:
+    conn.execute("select brooq.enqueue_staged('00000000-0000-0000-0000-00000000000a', %s,"
+                 " array['{}']::jsonb[], array['k'])", [topic])
+    for call in (lambda: brooq.enqueue(conn, topic, {}, key="k"),
+                 lambda: brooq.enqueue_many(conn, topic, [{}], keys=["k"])):
+        with pytest.raises(brooq.KeyBusy) as caught:
+            call()
+        # was: answered with the staged job's id, whose call could still be discarded
+        assert "bulk enqueue not published yet" in str(caught.value)
+        assert caught.value.hint is not None and "published or discarded" in caught.value.hint
+    conn.execute("select brooq.decide_staged('00000000-0000-0000-0000-00000000000a', 'publish')")
+    staged = brooq.enqueue(conn, topic, {}, key="k")
+    assert not staged.created

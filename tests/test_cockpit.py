@@ -187,7 +187,7 @@ def test_health_sees_leases_nobody_reaps_paused_topics_and_jobs_that_keep_losing
         checks = health(conn)
         assert checks["expired_leases"][0] == "ok"  # expired a moment ago at most: a reaper will come
         status, detail = health(conn, at="5 minutes")["expired_leases"]
-        assert status == "warn" and detail.startswith("1 jobs in flight with a lease expired more than 1 minute ago")
+        assert status == "warn" and detail.startswith("1 job in flight with a lease expired more than 1 minute ago")
         assert health(conn, at="30 minutes")["expired_leases"][0] == "fail"
         done = brooq("health", dsn=db, env={"PGOPTIONS": "-c brooq.now=" + str(
             conn.execute("select now() + interval '5 minutes'").fetchone()[0]).replace(" ", "T")})
@@ -202,7 +202,7 @@ def test_health_sees_leases_nobody_reaps_paused_topics_and_jobs_that_keep_losing
             assert conn.execute("select count(*) from brooq.reap()").fetchone() == (1,)
         status, detail = health(conn)["lost_leases"]
         assert status == "warn"
-        assert "1 jobs lost their lease 2 times or more in a row" in detail and "2 of max_lease_losses 5" in detail
+        assert "1 job lost its lease 2 times or more in a row" in detail and "2 of max_lease_losses 5" in detail
         assert health(conn)["expired_leases"][0] == "ok"  # reaped
 
         # a paused topic: ok while nothing waits, warn once a job is ready
@@ -264,7 +264,7 @@ def test_schedule_list_and_unschedule_from_the_command_line(cron_conn: Conn, tap
         ("0 3 * * *", "cockpit.report", {"kind": "nightly"}, 4, None)]
     job = cron_conn.execute("select brooq._schedule_tick('cockpit-nightly')").fetchone()
     text = brooq("schedule", "--list", dsn=tap_dsn).stdout
-    assert re.search(rf"cockpit-nightly +0 3 \* \* \* +cockpit.report +{{\"kind\":\"nightly\"}} +4 +\S+ \S+ +"
+    assert re.search(rf"cockpit-nightly +0 3 \* \* \* +pg_cron +cockpit.report +{{\"kind\":\"nightly\"}} +4 +- +\S+ \S+ +"
                      rf"{job[0]} \(pending\)", text), text
 
     assert brooq("unschedule", "cockpit-nightly", dsn=tap_dsn).stdout == "unscheduled cockpit-nightly\n"
@@ -299,7 +299,7 @@ def test_two_runs_of_one_tick_at_once_enqueue_one_job(cron_conn: Conn, tap_dsn: 
 
 def test_schedule_without_pg_cron_says_how_to_install_it(db: str) -> None:
     declare(db, "report")
-    done = brooq("schedule", "nightly", "0 3 * * *", "report", dsn=db)
+    done = brooq("schedule", "nightly", "0 3 * * *", "report", "--ticker", "pg_cron", dsn=db)
     assert done.returncode == 1
     assert 'pg_cron is not installed in database "' in done.stderr
     assert "[55000 object_not_in_prerequisite_state]" in done.stderr and "shared_preload_libraries" in done.stderr

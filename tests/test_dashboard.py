@@ -250,6 +250,75 @@ def test_actions_need_the_token_and_a_form_of_this_dashboard(
     assert status == 303 and "brooq_session=" in headers["set-cookie"]
 
 
+def test_an_unknown_topic_is_404_and_sigterm_stops_with_0(db: str, jobs: dict[str, Any]) -> None:
+    d = start_dashboard(db, "--token", TOKEN)
+    try:
+        bearer = {"authorization": f"Bearer {TOKEN}"}
+        for path in ("/topics/nope/pause", "/topics/nope/resume"):
+            status, _, text = d.request("POST", path, {}, headers=bearer)
+            assert status == 404, (path, status, text)  # was 503, "The database answered with an error"
+            assert "Topic nope not found" in text and "No topic has this name" in text
+        status, text = d.get("/jobs?topic=nope")
+        assert status == 404 and "Topic nope not found" in text
+        assert d.get("/jobs?topic=email")[0] == 200
+    finally:
+        d.proc.terminate()  # SIGTERM
+        code = d.proc.wait(timeout=10)
+    assert code == 0, d.proc.stderr.read() if d.proc.stderr else code  # was 143 (-15)
+
+
+def test_the_search_box_finds_a_job_by_id_or_key_and_pages_refresh_themselves(
+        dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        both = [conn.execute("select id from brooq.enqueue(%s, '{}', idempotency_key => 'order-42')",
+                             [topic]).fetchone()[0] for topic in ("email", "invoice")]
+        alone = conn.execute("select id from brooq.enqueue('email', '{}', idempotency_key => 'only-7')"
+                             ).fetchone()[0]
+    for text, where in ((str(jobs["dead"]), f"/jobs/{jobs['dead']}"), ("only-7", f"/jobs/{alone}"),
+                        ("", "/jobs")):
+        status, headers, _ = dashboard.request("GET", f"/find?q={text}")
+        assert (status, headers["location"]) == (303, where), text
+    status, text = dashboard.get("/find?q=order-42")  # one key, two topics: both listed
+    assert status == 200 and f'id="job-{both[0]}"' in text and f'id="job-{both[1]}"' in text
+    status, text = dashboard.get("/find?q=" + urllib.parse.quote("<script>x</script>"))
+    assert status == 404 and "Nothing found for &lt;script&gt;x&lt;/script&gt;" in text
+    assert "<script>x" not in text  # the text searched is shown escaped (title, box)
+    assert dashboard.get("/find?q=" + "k" * 201)[0] == 400
+    # the read pages reload themselves every few seconds, a flash shown once
+    page = dashboard.get("/jobs?topic=invoice&did=login")[1]
+    assert '<meta http-equiv="refresh" content="5; url=/jobs?topic=invoice">' in page
+    assert '<meta http-equiv="refresh" content="5; url=/">' in dashboard.get("/")[1]
+    assert "http-equiv" not in dashboard.get("/login")[1]  # a form does not reload under the typing
+    assert "http-equiv" not in dashboard.get(f"/jobs/{jobs['done']}")[1]  # finished: held still
+
+
+def test_re_driving_every_dead_job_of_a_topic_needs_the_token_and_this_dashboard(
+        dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
+    dead = [jobs["dead"], jobs["dead2"]]
+    path = "/topics/invoice/retry-dead"
+    # a foreign page: no session, or the session its browser holds without this dashboard's
+    # CSRF field and origin; a link or an image (GET) is not an action
+    assert dashboard.request("POST", path, {})[0] == 403
+    csrf, session = csrf_and_cookie(dashboard)
+    assert dashboard.request("POST", path, {}, {"cookie": session})[0] == 403
+    assert dashboard.request("POST", path, {"csrf": csrf},
+                             {"cookie": session, "origin": "http://evil.example"})[0] == 403
+    assert dashboard.request("GET", path)[0] == 405
+    assert [state_of(db, i) for i in dead] == ["dead", "dead"]
+    assert 're-drive every dead job of invoice' in dashboard.get("/jobs?topic=invoice", cookie=session)[1]
+    status, headers, _ = dashboard.request("POST", path, {"csrf": csrf},
+                                           {"cookie": session, "origin": dashboard.url})
+    assert (status, headers["location"]) == (303, "/jobs?topic=invoice&state=dead&did=retried-dead")
+    assert [state_of(db, i) for i in dead] == ["pending", "pending"]
+    with psycopg.connect(db, autocommit=True) as conn:  # another topic's dead jobs are left
+        assert conn.execute("select count(*) from brooq.jobs where topic = 'report' and state = 'dead'"
+                            ).fetchone()[0] > 0
+    status, headers, _ = dashboard.request("POST", path, {}, {"authorization": f"Bearer {TOKEN}"})
+    assert headers["location"].endswith("did=not-retried-dead")
+    assert dashboard.request("POST", "/topics/nope/retry-dead", {},
+                             {"authorization": f"Bearer {TOKEN}"})[0] == 404
+
+
 def test_a_dashboard_without_a_token_is_read_only(db: str, jobs: dict[str, Any]) -> None:
     d = start_dashboard(db)
     try:
@@ -582,3 +651,31 @@ def test_in_a_browser_follow_a_dead_job_log_in_and_re_drive_it(
     assert status == 403 and state_of(db, jobs["dead2"]) == "dead"
     for name in ("dashboard-topics.png", "dashboard-job.png", "dashboard-dead.png"):
         assert (shots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_in_a_browser_the_topics_refresh_the_search_box_finds_and_dead_jobs_re_drive_at_once(
+        browser: Any, dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(dashboard.url + "/")
+    before = browser.find_element(By.ID, "topic-email").text
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.enqueue_many('email', array['{}', '{}', '{}']::jsonb[])")
+    # nobody touches the page: it reloads itself
+    WebDriverWait(browser, 12).until(lambda b: b.find_element(By.ID, "topic-email").text != before,
+                                     "the topics page to refresh itself")
+    box = browser.find_element(By.ID, "find")
+    box.send_keys(str(jobs["dead2"]))
+    browser.find_element(By.ID, "find-go").click()
+    at(browser, f"/jobs/{jobs['dead2']}")
+    browser.find_element(By.ID, "login").click()
+    browser.find_element(By.ID, "token").send_keys(TOKEN)
+    browser.find_element(By.ID, "submit").click()
+    at(browser, f"/jobs/{jobs['dead2']}?did=login")
+    browser.get(dashboard.url + "/jobs?topic=invoice")
+    browser.find_element(By.ID, "retry-dead").click()
+    at(browser, "/jobs?topic=invoice&did=retried-dead")  # back on the page it was sent from
+    assert "re-driven" in browser.find_element(By.ID, "flash").text
+    assert [state_of(db, i) for i in (jobs["dead"], jobs["dead2"])] == ["pending", "pending"]

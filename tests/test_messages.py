@@ -291,3 +291,33 @@ def test_language_tags_still_choose_their_catalogue(tag: str, monkeypatch: pytes
         assert _("cli.no_dsn") != ENGLISH["cli.no_dsn"]
     for bad in ("/tmp/x", "../x", "..", ".hidden", "ru/../x", "ru ru", ""):
         assert not messages.is_language_tag(bad), bad
+
+
+# Texts whose {count} is never 1: a demo deploys 60+ changes, enqueues 20 jobs or more and
+# 5 with priority. And a label, not a noun: "(+1 prefetched)".
+COUNT_NEVER_ONE = {"demo.deployed_sqitch", "demo.fate_title", "demo.priority", "progress.prefetched"}
+
+
+def test_a_count_before_a_noun_is_a_plural_text() -> None:
+    """"1 jobs in flight", "reaped 1 jobs": a {count} followed by its noun goes through _n,
+    and its English singular is not its plural."""
+    plain = sorted(k for k, text in ENGLISH.items()
+                   if re.search(r"\{count\} [a-z]", text) and k not in COUNT_NEVER_ONE)
+    assert plain == []
+    assert sorted(k for k, (one, other) in PLURALS.items() if one == other) == []
+
+
+def test_worker_counts_agree_in_english_and_russian(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BROOQ_LANG", "en")
+    assert _n("worker.reaped", 1, worker="w1") == "worker w1: reaped 1 job whose lease expired"
+    assert _n("worker.stopping", 1, worker="w1", grace="30s") == \
+        "worker w1: stopping; 1 job in flight, waiting up to 30s"
+    assert _n("worker.stopping", 0, worker="w1", grace="30s") == \
+        "worker w1: stopping; 0 jobs in flight, waiting up to 30s"
+    monkeypatch.setenv("BROOQ_LANG", "ru")
+    assert _n("worker.reaped", 21, worker="w1") == \
+        "обработчик w1: 21 задание с истёкшей арендой возвращено в очередь"
+    assert _n("worker.stopping", 3, worker="w1", grace="30s") == \
+        "обработчик w1: остановка; в работе 3 задания, ожидание до 30s"
+    assert _n("worker.stopping", 11, worker="w1", grace="30s") == \
+        "обработчик w1: остановка; в работе 11 заданий, ожидание до 30s"

@@ -7,6 +7,7 @@ import sys
 import textwrap
 import tomllib
 
+import brooq
 from conftest import ROOT
 
 # Run code in a fresh interpreter where `import prometheus_client` fails, as it does
@@ -27,7 +28,10 @@ def test_the_dependencies_are_psycopg_alone_and_the_rest_are_extras() -> None:
     assert extras["metrics"] == ["prometheus-client>=0.20"]
     assert extras["dashboard"] == ["starlette>=0.37", "uvicorn>=0.29"]
     assert extras["otel"] == ["opentelemetry-api>=1.20"]
-    assert "brooq[binary,metrics,dashboard,otel]" in extras["test"]  # .ci/bootstrap installs .[test]
+    assert extras["django"] == ["django>=4.2"]  # brooq.contrib.django
+    assert extras["sqlalchemy"] == ["sqlalchemy[asyncio]>=2.0"]  # brooq.contrib.sqlalchemy (and .aio)
+    # .ci/bootstrap installs .[test]: every extra, so that CI runs their tests
+    assert "brooq[binary,metrics,dashboard,otel,django,sqlalchemy]" in extras["test"]
     assert "opentelemetry-sdk>=1.20" in extras["test"]  # the tests' in-memory span exporter
 
 
@@ -68,7 +72,10 @@ def test_a_metrics_address_without_prometheus_client_says_how_to_get_it(db: str)
     """)
     assert done.returncode == 0, done.stderr
     assert "prometheus-client is not installed" in done.stdout
-    assert "pip install 'brooq[metrics]'" in done.stdout
+    # was pip install 'brooq[metrics]': brooq is on no package index
+    assert "pip install -e '.[metrics]'" in done.stdout and "brooq[" not in done.stdout
+    assert f"pip install './brooq-{brooq.__version__}-py3-none-any.whl[metrics]'" in done.stdout
+    assert "pip install 'prometheus-client>=" in done.stdout
 
 
 def test_brooq_dashboard_without_starlette_says_how_to_get_it() -> None:
@@ -79,7 +86,10 @@ def test_brooq_dashboard_without_starlette_says_how_to_get_it() -> None:
         sys.exit(main(["dashboard", "--dsn", "dbname=x"]))
     """)
     assert done.returncode == 1
-    assert "pip install 'brooq[dashboard]'" in done.stderr, done.stderr
+    err = done.stderr  # was pip install 'brooq[dashboard]': brooq is on no package index
+    assert "pip install -e '.[dashboard]'" in err and "brooq[" not in err, err
+    assert f"pip install './brooq-{brooq.__version__}-py3-none-any.whl[dashboard]'" in err, err
+    assert "pip install 'starlette>=" in err and "'uvicorn>=" in err, err
 
 
 def test_a_worker_without_opentelemetry_imports_none_of_it(db: str) -> None:
@@ -180,9 +190,12 @@ def test_the_circle_finder_finds_a_circle() -> None:
 def test_the_core_imports_no_tool_and_no_room_imports_back_up() -> None:
     graph = brooq_imports()
     assert "brooq.tools.cli" in graph["brooq.tools.__main__"]  # the scan sees imports
-    core_to_tools = sorted(f"{m} -> {d}" for m, deps in graph.items() if not m.startswith("brooq.tools")
-                           for d in deps if d.startswith("brooq.tools"))
+    # brooq.contrib (the framework integrations, with their management commands) is a tool too
+    core = [m for m in graph if not m.startswith(("brooq.tools", "brooq.contrib"))]
+    core_to_tools = sorted(f"{m} -> {d}" for m in core for d in graph[m]
+                           if d.startswith(("brooq.tools", "brooq.contrib")))
     assert core_to_tools == []
+    assert "brooq.tools.cli" in graph["brooq.contrib.django.management.commands.brooq_worker"]
     rooms_up = sorted(f"{m} -> {d}" for m in ROOMS for d in graph[f"brooq.{m}"] if d in ABOVE_ROOMS)
     assert rooms_up == []
 

@@ -63,3 +63,19 @@ def test_in_flight_counts_running_handlers_not_prefetched_jobs(
             wait_for(lambda: worker.snapshot().done == 6)
     finally:
         gate.set()
+
+
+def test_the_last_line_after_a_clean_stop_says_stopped(db: str) -> None:
+    worker = brooq.Worker(db, concurrency=1, **FAST)
+
+    @worker.handler("quick")
+    def quick(job: brooq.Job) -> None:
+        pass
+
+    worker.declare_topics()
+    stream = io.StringIO()
+    progress = Progress(worker.snapshot, stream, live=False, log_every=60)
+    with progress, running(worker):
+        pass  # connected, then stopped cleanly by running()
+    last = stream.getvalue().splitlines()[-1]
+    assert last.endswith("| stopped"), last  # was "| (re)connecting": a worker between runs

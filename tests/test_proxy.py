@@ -12,6 +12,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -311,9 +313,19 @@ def test_enqueue_idempotency_holds_across_partitions(four: Cluster4, router: psy
 
 def test_enqueue_many_splits_by_partition_in_input_order(four: Cluster4, router: psycopg.Connection[Any]) -> None:
     payloads = [f'{{"n": {i}}}' for i in range(30)]
-    rows = router.execute("select id, created from brooq.enqueue_many('mail', %s::jsonb[])", (payloads,)).fetchall()
+    keys = [f"split-{i}" for i in range(30)]
+    rows = router.execute("select id, created from brooq.enqueue_many('mail', %s::jsonb[], %s)",
+                          (payloads, keys)).fetchall()
     assert len(rows) == 30 and all(created for _, created in rows)
-    assert len({jid >> STRIDE for jid, _ in rows}) == 4
+    assert len({jid >> STRIDE for jid, _ in rows}) == 4  # keyed: each on its key's partition
+    # without keys, the whole batch goes to one partition (one transaction there)
+    unkeyed = router.execute("select id from brooq.enqueue_many('mail', %s::jsonb[])", (payloads,)).fetchall()
+    assert len({jid >> STRIDE for jid, in unkeyed}) == 1
+    # mixed: the jobs without a key join one of the keyed jobs' partitions
+    mixed = router.execute("select id from brooq.enqueue_many('mail', %s::jsonb[], %s)",
+                           (payloads[:6], ["mix-a", None, "mix-b", None, None, "mix-c"])).fetchall()
+    (loose,) = {mixed[i][0] >> STRIDE for i in (1, 3, 4)}
+    assert loose in {mixed[i][0] >> STRIDE for i in (0, 2, 5)}
     for n, (jid, _) in enumerate(rows):  # input order: row n is payload n
         (payload,), = router.execute("select payload from brooq.job_fate(%s)", (jid,)).fetchall()
         assert payload == {"n": n}
@@ -389,7 +401,7 @@ def test_privileges_are_those_of_a_single_node(server: Server, four: Cluster4) -
             assert conn.execute("select state from brooq.job_fate(%s)", (jid,)).fetchone() == ("pending",)
             for denied in ("select brooq.declare_topic('mail')", "select brooq.cancel(1)",
                            "select * from brooq.topic_stats", "select * from brooq_proxy.partitions",
-                           "select brooq_proxy.add_partition('dbname=x')"):
+                           "select brooq_proxy.add_partition('dbname=x')", "select * from brooq_proxy.resolve()"):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(denied)
         with as_role("worker") as conn:
@@ -434,8 +446,8 @@ def test_a_worker_drains_every_partition_while_one_is_down(server: Server, templ
     try:
         with psycopg.connect(c.router, autocommit=True) as r:
             r.execute("select brooq.declare_topic('echo')")
-            ids = [row[0] for row in r.execute("select id from brooq.enqueue_many('echo', %s::jsonb[])",
-                                                (["{}"] * 200,)).fetchall()]
+            ids = [row[0] for row in r.execute("select id from brooq.enqueue_many('echo', %s::jsonb[], %s)",
+                                                (["{}"] * 200, [f"e{i}" for i in range(200)])).fetchall()]
         assert {i >> STRIDE for i in ids} == {0, 1, 2, 3}
         set_reachable(server, c.names[3], False)  # down before the worker starts
         with log.open("w") as out:
@@ -536,6 +548,15 @@ def test_the_router_mirrors_the_node_signatures(four: Cluster4, router: psycopg.
     with psycopg.connect(four.parts[0]) as node:
         expected = node.execute(query, (names,)).fetchall()
     assert router.execute(query, (names,)).fetchall() == expected, "update proxy/deploy/router.sql"
+    # The router stages a batch with the same arguments, but for the edges: a batch with
+    # edges (a workflow) goes whole to one partition, never staged.
+    with psycopg.connect(four.parts[0]) as node:
+        staged, many = node.execute("select pg_get_function_arguments('brooq.enqueue_staged'::regproc), "
+                                    "pg_get_function_arguments('brooq.enqueue_many'::regproc)").fetchone()
+    edges = ", after_child integer[] DEFAULT NULL::integer[], after_parent bigint[] DEFAULT NULL::bigint[], " \
+            "after_policy text DEFAULT 'cancel'::text"
+    assert many.endswith(edges), "the edges are enqueue_many's last arguments"
+    assert staged == f"call_id uuid, {many.removesuffix(edges)}", "update sql/function_enqueue_staged.sql"
     topic_cols = ("select attname from pg_attribute where attrelid = 'brooq.topic'::regclass "
                   "and attnum > 0 and not attisdropped order by attnum")
     with psycopg.connect(four.parts[0]) as node:
@@ -550,3 +571,260 @@ def test_the_router_mirrors_the_node_signatures(four: Cluster4, router: psycopg.
         node_view = [r[0] for r in node.execute(view_cols).fetchall()]
     router_view = [r[0] for r in router.execute(view_cols).fetchall()]
     assert router_view == [*node_view, "partitions"], "update the view brooq.topics in proxy/deploy/router.sql"
+
+
+# --- a bulk enqueue over several partitions is all or nothing (docs/scale-out.md) -------
+
+def jobs_of(c: Cluster4, topic: str, skip: int | None = None) -> list[dict[str, int]]:
+    """Per partition (but skip): its jobs of the topic by state, 'staged' when no claim reaches them."""
+    found = []
+    for dsn in [d for p, d in enumerate(c.parts) if p != skip]:
+        with psycopg.connect(dsn) as conn:
+            found.append(dict(conn.execute(
+                "select case when available_at = '9999-12-30 00:00:00+00' then 'staged' else state end, count(*) "
+                "from brooq.job where topic = %s group by 1", (topic,)).fetchall()))
+    return found
+
+
+def claimable(c: Cluster4, topic: str) -> int:
+    """How many jobs of the topic a claim takes now, on every partition (rolled back)."""
+    total = 0
+    for dsn in c.parts:
+        with psycopg.connect(dsn) as conn:
+            total += len(conn.execute("select id from brooq.claim('probe', array[%s], 1000)", (topic,)).fetchall())
+            conn.rollback()
+    return total
+
+
+def test_a_bulk_enqueue_that_a_partition_refuses_leaves_no_job(four: Cluster4,
+                                                               router: psycopg.Connection[Any]) -> None:
+    router.execute("select brooq.declare_topic('atom', max_payload_bytes => 100)")
+    payloads = ['{"n": 1}'] * 40
+    payloads[20] = '{"big": "' + "x" * 200 + '"}'
+    keys = [f"atom-{i}" for i in range(40)]  # keyed: the batch spreads over every partition
+    with pytest.raises(psycopg.errors.ProgramLimitExceeded, match="larger than the 100 bytes"):
+        router.execute("select brooq.enqueue_many('atom', %s::jsonb[], %s)", (payloads, keys))
+    # a topic one partition lacks (declared on the others directly)
+    for dsn in four.parts[:3]:
+        with psycopg.connect(dsn) as conn:
+            conn.execute("select brooq.declare_topic('atom.half')")
+    with pytest.raises(psycopg.errors.UndefinedObject, match='topic "atom.half" does not exist'):
+        router.execute("select brooq.enqueue_many('atom.half', %s::jsonb[], %s)", (['{}'] * 40, keys))
+    assert jobs_of(four, "atom") == [{}] * 4 and jobs_of(four, "atom.half") == [{}] * 4
+    # the same batch without the big payload: every job, claimable
+    payloads[20] = '{"n": 1}'
+    assert len(router.execute("select brooq.enqueue_many('atom', %s::jsonb[], %s)", (payloads, keys)).fetchall()) == 40
+    assert claimable(four, "atom") == 40
+    # without keys the batch is one transaction on one partition: refused there, nothing anywhere
+    payloads[7] = '{"big": "' + "y" * 200 + '"}'
+    with pytest.raises(psycopg.errors.ProgramLimitExceeded):
+        router.execute("select brooq.enqueue_many('atom', %s::jsonb[])", (payloads,))
+    assert claimable(four, "atom") == 40
+
+
+def test_a_bulk_enqueue_with_a_partition_down_leaves_no_job_and_says_retry(
+        server: Server, four: Cluster4, router: psycopg.Connection[Any]) -> None:
+    router.execute("select brooq.declare_topic('atom.down')")
+    (key,), = router.execute("select k from generate_series(1, 200) g, lateral (select 'k' || g as k) x "
+                             "where abs(brooq_proxy.route('atom.down', x.k, null) % 4) = 2 limit 1").fetchall()
+    set_reachable(server, four.names[2], False)
+    try:
+        # the router's open connection to partition 2 was cut (08006), then it cannot connect (08001)
+        for sqlstate in ("08006", "08001"):
+            with pytest.raises(psycopg.OperationalError) as down:
+                router.execute("select brooq.enqueue_many('atom.down', %s::jsonb[], %s)",
+                               (['{}'] * 40, [f"down-{i}" for i in range(40)]))
+            assert down.value.sqlstate == sqlstate, down.value
+            assert "no job of this call runs" in (down.value.diag.message_hint or "")
+        assert "a partition could not be reached: " in str(down.value)
+        assert jobs_of(four, "atom.down", skip=2) == [{}] * 3
+        # every router function says "retry" by its class, never XX000
+        for call in ("select brooq.enqueue('atom.down', '{}', %s)",
+                     "select brooq.declare_topic('atom.down')", "select brooq.pause_topic('atom.down')",
+                     "select * from brooq.topic_stats", "select brooq.cancel(%s)"):
+            args = (key,) if "enqueue" in call else ((2 << STRIDE) + 1,) if "cancel" in call else ()
+            with pytest.raises(psycopg.errors.SqlclientUnableToEstablishSqlconnection):
+                router.execute(call, args)
+    finally:
+        set_reachable(server, four.names[2], True)
+    assert router.execute("select * from brooq_proxy.resolve('0 seconds')").fetchall() == []
+    assert jobs_of(four, "atom.down") == [{}] * 4
+
+
+@pytest.fixture
+def paused_on_part2(four: Cluster4) -> Iterator[psycopg.Connection[Any]]:
+    """Partition 2 stops in a trigger of brooq.staged_call (on the operation the test names)
+    until the connection yielded releases its advisory lock 30030."""
+    with psycopg.connect(four.parts[2], autocommit=True) as hold:
+        hold.execute("select pg_advisory_lock(30030)")
+        hold.execute("""create or replace function public.pause_here() returns trigger language plpgsql as $$
+                        begin perform pg_advisory_xact_lock_shared(30030); return new; end $$""")
+        try:
+            yield hold
+        finally:
+            hold.execute("drop trigger if exists pause_here on brooq.staged_call")
+            hold.execute("drop function if exists public.pause_here()")
+            hold.execute("select pg_advisory_unlock_all()")
+
+
+def kill_mid_call(four: Cluster4, topic: str, paused: psycopg.Connection[Any]) -> None:
+    """An enqueue_many of 40 jobs through the router, its session terminated while partition
+    2 waits in the trigger."""
+    from helpers import wait_for
+
+    caller = psycopg.connect(four.router, autocommit=True)
+    failed: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            caller.execute("select brooq.enqueue_many(%s, %s::jsonb[], %s)",
+                           (topic, ['{}'] * 40, [f"{topic}-{i}" for i in range(40)]))
+        except BaseException as e:  # noqa: BLE001 - the terminated session's error, checked below
+            failed.append(e)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    wait_for(lambda: paused.execute("select count(*) from pg_stat_activity where wait_event = 'advisory' "
+                                    "and datname = current_database()").fetchone() == (1,),
+             timeout=10, what="partition 2 waiting in the trigger")
+    with psycopg.connect(four.router, autocommit=True) as admin:
+        admin.execute("select pg_terminate_backend(%s)", (caller.info.backend_pid,))
+    thread.join(timeout=10)
+    assert failed and isinstance(failed[0], psycopg.OperationalError), failed
+    caller.close()
+
+
+def test_a_router_killed_while_staging_leaves_no_job(four: Cluster4, router: psycopg.Connection[Any],
+                                                    paused_on_part2: psycopg.Connection[Any]) -> None:
+    router.execute("select brooq.declare_topic('atom.kill1')")
+    paused_on_part2.execute("create trigger pause_here before insert on brooq.staged_call "
+                            "for each row execute function public.pause_here()")
+    kill_mid_call(four, "atom.kill1", paused_on_part2)
+    assert claimable(four, "atom.kill1") == 0  # staged on the others: no claim reaches them
+    paused_on_part2.execute("select pg_advisory_unlock(30030)")  # partition 2's share goes on, or not
+    assert claimable(four, "atom.kill1") == 0
+    (resolved,) = router.execute("select call_id, outcome, unreachable from brooq_proxy.resolve('0 seconds')").fetchall()
+    assert resolved[1:] == ("discarded", [])
+    assert jobs_of(four, "atom.kill1") == [{}] * 4
+    assert router.execute("select * from brooq_proxy.resolve('0 seconds')").fetchall() == []
+
+
+def test_a_router_killed_while_publishing_gets_every_job_published(
+        four: Cluster4, router: psycopg.Connection[Any], paused_on_part2: psycopg.Connection[Any]) -> None:
+    router.execute("select brooq.declare_topic('atom.kill2')")
+    paused_on_part2.execute("create trigger pause_here before update on brooq.staged_call "
+                            "for each row when (new.state = 'published') execute function public.pause_here()")
+    kill_mid_call(four, "atom.kill2", paused_on_part2)
+    # partition 2's publish never happens: its backend goes too
+    paused_on_part2.execute("select pg_terminate_backend(pid) from pg_stat_activity "
+                            "where wait_event = 'advisory' and datname = current_database()")
+    paused_on_part2.execute("drop trigger pause_here on brooq.staged_call")
+    from helpers import wait_for
+
+    # partition 2 holds its share staged; the others published theirs (a publish the
+    # router sent before it died may commit a moment later)
+    per_part = wait_for(lambda: (p := jobs_of(four, "atom.kill2")) and set(p[2]) == {"staged"}
+                        and any(set(q) == {"pending"} for i, q in enumerate(p) if i != 2) and p,
+                        timeout=5, what="partition 2 staged, another published")
+    assert set(per_part[2]) == {"staged"}
+    (resolved,) = router.execute("select outcome, unreachable from brooq_proxy.resolve('0 seconds')").fetchall()
+    assert resolved == ("published", [])
+    assert claimable(four, "atom.kill2") == 40  # all of them, none lost
+
+
+def test_a_resolver_that_fences_a_slow_call_leaves_none_of_it(
+        four: Cluster4, router: psycopg.Connection[Any], paused_on_part2: psycopg.Connection[Any]) -> None:
+    """resolve() takes over a call still under way (older_than 0): the call fails, with
+    nothing of it enqueued anywhere, instead of half of it being published."""
+    from helpers import wait_for
+
+    router.execute("select brooq.declare_topic('atom.race')")
+    paused_on_part2.execute("create trigger pause_here before insert on brooq.staged_call "
+                            "for each row when (new.state = 'staged') execute function public.pause_here()")
+    failed: list[BaseException] = []
+
+    def call() -> None:
+        with psycopg.connect(four.router, autocommit=True) as caller:
+            try:
+                caller.execute("select brooq.enqueue_many('atom.race', %s::jsonb[], %s)",
+                               (['{}'] * 40, [f"race-{i}" for i in range(40)]))
+            except psycopg.Error as e:
+                failed.append(e)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    wait_for(lambda: paused_on_part2.execute("select count(*) from pg_stat_activity where wait_event = 'advisory' "
+                                             "and datname = current_database()").fetchone() == (1,),
+             timeout=10, what="partition 2 waiting in the trigger")
+    (resolved,) = router.execute("select outcome, unreachable from brooq_proxy.resolve('0 seconds')").fetchall()
+    assert resolved == ("discarded", [])
+    paused_on_part2.execute("select pg_advisory_unlock(30030)")
+    thread.join(timeout=10)
+    assert len(failed) == 1 and isinstance(failed[0], psycopg.errors.SerializationFailure), failed
+    assert "it was abandoned" in str(failed[0])
+    assert jobs_of(four, "atom.race") == [{}] * 4
+
+
+# --- a partition added under load joins with the cluster's topics ------------------------
+
+def test_a_fifth_partition_added_under_load_takes_traffic_with_the_cluster_s_topics(
+        server: Server, template_db: str) -> None:
+    c = build(server, template_db, 4)
+    fifth = f"brooq_part4_{uuid.uuid4().hex[:8]}"
+    errors: list[BaseException] = []
+    enqueued = [0]
+    stop = threading.Event()
+    try:
+        with psycopg.connect(c.router, autocommit=True) as r:
+            r.execute("select brooq.declare_topic('load', max_attempts => 3, backoff_base => '2 seconds', "
+                      "max_payload_bytes => 4096, max_in_flight => 2, max_lease => '10 minutes', "
+                      "retain_done => false)")
+            r.execute("select brooq.declare_topic('held', max_attempts => 7)")
+            r.execute("select brooq.pause_topic('held')")
+            r.execute("select brooq.alter_topic('held', rate => 5, per => '2 seconds')")
+        fifth_dsn = server.create_db(fifth, template=template_db)
+
+        def produce(bulk: bool) -> None:
+            with psycopg.connect(c.router, autocommit=True) as p:
+                n = 0
+                while not stop.is_set():
+                    try:
+                        if bulk:  # half of the batches keyed: spread over the partitions, staged
+                            keys = [f"{uuid.uuid4().hex}" for _ in range(20)] if n % 4 < 2 else None
+                            p.execute("select brooq.enqueue_many(%s, %s::jsonb[], %s)",
+                                      ("load" if n % 2 else "held", ['{}'] * 20, keys))
+                            enqueued[0] += 20
+                        else:
+                            p.execute("select brooq.enqueue(%s, '{}')", ("load" if n % 2 else "held",))
+                            enqueued[0] += 1
+                    except psycopg.Error as e:
+                        errors.append(e)
+                    n += 1
+
+        producers = [threading.Thread(target=produce, args=(bulk,)) for bulk in (False, True, False)]
+        for t in producers:
+            t.start()
+        time.sleep(0.5)
+        with psycopg.connect(c.router, autocommit=True) as r:
+            assert r.execute("select brooq_proxy.add_partition(%s)", (connstr(server, fifth),)).fetchone() == (4,)
+        time.sleep(1.0)  # traffic reaches the new partition
+        stop.set()
+        for t in producers:
+            t.join(timeout=10)
+        assert errors == [], errors[:3]
+        topics = ("select name, max_attempts, backoff_base, backoff_max, retention, max_payload_bytes, notify, "
+                  "max_lease, max_lease_losses, max_in_flight, rate, per, max_execution, retain_done, "
+                  "retain_payload, paused from brooq.topics order by name")
+        with psycopg.connect(c.parts[0]) as first, psycopg.connect(fifth_dsn) as new:
+            assert new.execute(topics).fetchall() == first.execute(topics).fetchall()
+            landed = new.execute("select count(*) from brooq.job").fetchone()[0]
+            assert landed > 0, "no enqueue reached the fifth partition"
+            # its claims follow the settings: max_in_flight 2, max_attempts 3, 'held' paused
+            claimed = new.execute("select max_attempts from brooq.claim('w5', array['load', 'held'], 50)").fetchall()
+            assert claimed == [(3,)] * 2, claimed
+        with psycopg.connect(c.router) as r:
+            assert r.execute("select count(*), min(partitions) from brooq.topics").fetchone() == (2, 5)
+    finally:
+        stop.set()
+        for name in [*c.names, fifth]:
+            server.drop_db(name)

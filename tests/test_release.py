@@ -292,6 +292,25 @@ def test_a_worker_refuses_a_schema_older_than_its_package(empty_db: str) -> None
     assert "brooq deploy" in message
 
 
+def test_cli_read_commands_explain_a_schema_older_than_the_package(empty_db: str) -> None:
+    from brooq import __version__
+    from helpers import brooq_cli
+
+    sqitch("deploy", "--verify", "--to", RELEASE, sqitch_target(empty_db))
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('old.schema')")
+        conn.execute("select * from brooq.enqueue('old.schema', '{}')")
+    for command in (["jobs"], ["job", "1"], ["stats"], ["topic", "old.schema"], ["health"],
+                    ["enqueue", "old.schema", "{}"]):
+        done = brooq_cli(*command, dsn=empty_db)
+        assert done.returncode == 1, (command, done.stdout)
+        # was: brooq: error: column "..." does not exist [42703 undefined_column]
+        assert done.stderr == (
+            f"brooq: error: the brooq schema is 0.1.0, older than package {__version__}: "
+            "run `brooq deploy --dsn ...` (schema first, then workers; docs/operations.md, "
+            "Upgrading)\n"), (command, done.stderr)
+
+
 @pytest.mark.parametrize(("package", "schema", "ok"), [
     ("0.2.0", "0.2.0", True), ("0.2.0.dev0", "0.2.0.dev0", True), ("0.2.3", "0.2.0", True),
     ("0.1.0", "0.2.0", True),  # schema first, then workers: an older worker keeps working

@@ -42,6 +42,9 @@ def test_wheel_installs_deploys_and_runs_the_demo_outside_the_checkout(
             assert f"brooq/schema/{kind}/{change}.sql" in names
     assert {"brooq/schema/sqitch.plan", "brooq/schema/sql/install.sql", "brooq/py.typed"} <= names
     assert {"brooq/locale/ru/LC_MESSAGES/brooq.mo", "brooq/locale/ru/LC_MESSAGES/brooq.po"} <= names
+    assert {"brooq/contrib/django/management/commands/brooq_worker.py",  # Django finds them by path
+            "brooq/contrib/django/management/commands/brooq_deploy.py",
+            "brooq/contrib/sqlalchemy/aio.py"} <= names
     meta = zipfile.ZipFile(wheel).read(f"brooq-{__version__}.dist-info/METADATA").decode()
     assert "License-Expression: PostgreSQL" in meta and "Classifier: Typing :: Typed" in meta
 

@@ -5,9 +5,12 @@ with a hint; a lost server said once, retried with backoff."""
 from __future__ import annotations
 
 import logging
+import re
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -75,7 +78,43 @@ def test_a_retry_signal_is_not_an_error(db: str, tmp_path: Path) -> None:
     """, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "done"
-    assert "429" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "the bank said 429" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_python_app_py_says_what_it_runs_and_when_it_stops(db: str, tmp_path: Path) -> None:
+    dsn = f"{db} password=not-to-be-shown"  # trust authentication: the password is not checked
+    script = tmp_path / "app.py"
+    script.write_text(textwrap.dedent(f"""
+        import brooq
+
+        worker = brooq.Worker({dsn!r}, concurrency=3)
+
+        @worker.handler("email")
+        def send(job: brooq.Job) -> None:
+            pass
+
+        if __name__ == "__main__":
+            worker.run()
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert proc.stderr is not None
+    silent = threading.Timer(20, proc.kill)  # a worker that says nothing: no line, not a hang
+    silent.start()
+    try:
+        first = proc.stderr.readline()  # was nothing at all until the first failure
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=20)[1]
+    finally:
+        silent.cancel()
+        if proc.poll() is None:
+            proc.kill()
+    info = psycopg.conninfo.conninfo_to_dict(db)
+    assert re.fullmatch(
+        rf"worker \S+: topics email, concurrency 3, lease 30s, database "
+        rf"postgresql://{info['user']}@{info['host']}:{info['port']}/{info['dbname']}\n", first), first
+    assert proc.returncode == 0, rest
+    assert "stopping; 0 jobs in flight" in rest and "stopped, every job settled" in rest, rest
+    assert "not-to-be-shown" not in first + rest
 
 
 APP = """
@@ -126,6 +165,8 @@ def test_a_worker_pointed_at_the_wrong_place_stops_with_one_line_and_a_hint(
 
 def test_a_lost_server_is_said_once_and_reconnected_is_info(
         db: str, server: Server, caplog: pytest.LogCaptureFixture) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        brooq.declare_topic(conn, "email")  # declared already: the worker creates nothing (no WARNING)
     worker = brooq.Worker(db, **FAST)
 
     @worker.handler("email")

@@ -313,12 +313,19 @@ begin
             using errcode = 'object_not_in_prerequisite_state',
                   hint = 'Add a fresh brooq database, or a single node as partition 0 of a new router.';
     end if;
+    -- The cluster's topics before any traffic: the partition joins the list (and
+    -- takes enqueues) only when this transaction commits. The router's topic calls
+    -- wait for this lock (brooq_proxy._hold_partitions), so none is missed.
+    -- (brooq_proxy._cluster_topics and _copy_topics come with the change router.)
+    if v_number > 0 then
+        perform brooq_proxy._copy_topics(add_partition.connstr, brooq_proxy._cluster_topics());
+    end if;
     insert into brooq_proxy.partition (number, connstr) values (v_number, add_partition.connstr);
     return v_number;
 end
 $$;
 comment on function brooq_proxy.add_partition(text) is
-'Adds a brooq database to the cluster brooq as the next partition and starts its job ids at number * 2^48 + 1; returns the number.';
+'Adds a brooq database to the cluster brooq as the next partition, starts its job ids at number * 2^48 + 1 and declares the cluster''s topics on it (settings, paused) before it takes traffic; returns the number.';
 revoke all on function brooq_proxy.add_partition(text) from public;
 
 commit;

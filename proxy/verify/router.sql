@@ -12,7 +12,11 @@ select 'brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, j
        'brooq.retry(bigint)'::regprocedure,
        'brooq.job_fate(bigint)'::regprocedure,
        'brooq_proxy.partition_topic_stats()'::regprocedure,
-       'brooq_proxy.partition_topics()'::regprocedure;
+       'brooq_proxy.partition_topics()'::regprocedure,
+       'brooq_proxy.resolve(interval, interval)'::regprocedure,
+       'brooq_proxy._copy_topics(text, jsonb)'::regprocedure,
+       'brooq_proxy._enqueue_staged_split(uuid, text, jsonb[], text[], integer[], integer[], timestamptz, integer, interval, text[], jsonb)'::regprocedure;
+select 1 / (not pg_catalog.has_function_privilege('brooq_producer', 'brooq_proxy.resolve(interval, interval)', 'execute'))::int;
 select 'brooq.topic_stats'::regclass, 'brooq.topics'::regclass;
 
 rollback;

@@ -20,6 +20,7 @@ from brooq import aio
 from brooq._version import __version__
 from brooq.admin import (
     alter_topic,
+    drop_topic,
     flush,
     pause_topic,
     resume_topic,
@@ -38,6 +39,7 @@ from brooq.errors import (
     PayloadTooLarge,
     PermissionDenied,
     PgCronMissing,
+    TopicInUse,
     UndecodableJob,
     UnknownTopic,
 )
@@ -82,6 +84,7 @@ __all__ = [
     "Retry",
     "SchemaMismatch",
     "Topic",
+    "TopicInUse",
     "TopicSettings",
     "TopicSnapshot",
     "TopicStats",
@@ -96,6 +99,7 @@ __all__ = [
     "alter_topic",
     "cancel",
     "declare_topic",
+    "drop_topic",
     "enqueue",
     "enqueue_many",
     "flush",

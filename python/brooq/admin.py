@@ -154,21 +154,24 @@ def flush(conn: Conn, topic: str, states: Sequence[str] = WAITING) -> int:
 
 
 def schedule(conn: Conn, name: str, cron: str, topic: str, payload: Any = None, *,
-             priority: int = 0) -> int:
+             priority: int = 0, ticker: str | None = None) -> int | None:
     """Register (or update, by name) a periodic job: each tick of ``cron`` enqueues one
     job of ``topic`` with ``payload`` ({} when None) and ``priority``, exactly one per
-    tick. Returns the pg_cron job id; PgCronMissing without pg_cron (needs brooq_admin)."""
+    tick. ``ticker``: "pg_cron", "workers", or None: pg_cron where it is installed in
+    the database and can run the schedule, else the workers. Returns the pg_cron job
+    id, None when the workers tick it; PgCronMissing for "pg_cron" without pg_cron
+    (needs brooq_admin)."""
     _sync(conn, "schedule")
     with mapped(ADMIN, conn):
         jobid = conn.cursor(row_factory=scalar_row).execute(
-            queries.SCHEDULE, schedule_args(name, cron, topic, payload, priority)).fetchone()
-    assert jobid is not None  # brooq.schedule returns the pg_cron job id or raises
-    return int(jobid)
+            queries.SCHEDULE, schedule_args(name, cron, topic, payload, priority, ticker)).fetchone()
+    return None if jobid is None else int(jobid)
 
 
-def schedule_args(name: str, cron: str, topic: str, payload: Any, priority: int) -> list[Any]:
+def schedule_args(name: str, cron: str, topic: str, payload: Any, priority: int,
+                  ticker: str | None) -> list[Any]:
     """The parameters of queries.SCHEDULE (shared with brooq.aio)."""
-    return [name, cron, topic, jsonb({} if payload is None else payload), priority]
+    return [name, cron, topic, jsonb({} if payload is None else payload), priority, ticker]
 
 
 def unschedule(conn: Conn, name: str) -> bool:
@@ -177,3 +180,13 @@ def unschedule(conn: Conn, name: str) -> bool:
     _sync(conn, "unschedule")
     with mapped(ADMIN, conn):
         return bool(conn.cursor(row_factory=scalar_row).execute(queries.UNSCHEDULE, [name]).fetchone())
+
+
+def drop_topic(conn: Conn, name: str, *, force: bool = False) -> int:
+    """Remove a topic and what is kept for it; returns how many jobs were deleted with it.
+    Without ``force``, TopicInUse while it still has jobs or schedules; with it, they go
+    too. UnknownTopic when there is no such topic (needs brooq_admin)."""
+    _sync(conn, "drop_topic")
+    with mapped(ADMIN, conn):
+        count = conn.cursor(row_factory=scalar_row).execute(queries.DROP_TOPIC, [name, force]).fetchone()
+    return int(count or 0)

@@ -46,7 +46,7 @@ from brooq.waiting import wait_async as wait
 
 AsyncConn = psycopg.AsyncConnection[Any]
 
-__all__ = ["alter_topic", "cancel", "declare_topic", "enqueue", "enqueue_many", "flush", "get_job",
+__all__ = ["alter_topic", "cancel", "declare_topic", "drop_topic", "enqueue", "enqueue_many", "flush", "get_job",
            "pause_topic", "resume_topic", "retry", "retry_dead", "schedule", "topic_stats",
            "unschedule", "wait"]
 
@@ -66,7 +66,7 @@ async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None 
                 cur = await conn.execute(query, [*args, trace_arg(trace_context), *parents])
                 row = await cur.fetchone()
         except KeyBusy as exc:
-            raise key_busy(topic, busy_what(key, group)) from exc.__cause__
+            raise key_busy(exc, topic, busy_what(key, group)) from exc.__cause__
         assert row is not None  # brooq.enqueue returns exactly one row
         return Enqueued._make(row)
 
@@ -87,7 +87,7 @@ async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
                 rows = await cur.fetchall()
             return [Enqueued._make(row) for row in rows]
         except KeyBusy as exc:
-            raise key_busy(topic, busy_what_batch(groups)) from exc.__cause__
+            raise key_busy(exc, topic, busy_what_batch(groups)) from exc.__cause__
 
     return await tracing.send_async(topic, "enqueue_many", len(args[1]), call)
 
@@ -183,13 +183,18 @@ async def flush(conn: AsyncConn, topic: str, states: Sequence[str] = WAITING) ->
 
 
 async def schedule(conn: AsyncConn, name: str, cron: str, topic: str, payload: Any = None, *,
-                   priority: int = 0) -> int:
-    """Register (or update) a periodic job; returns the pg_cron job id. See brooq.schedule."""
-    jobid = await _scalar(conn, queries.SCHEDULE, schedule_args(name, cron, topic, payload, priority))
-    assert jobid is not None  # brooq.schedule returns the pg_cron job id or raises
-    return int(jobid)
+                   priority: int = 0, ticker: str | None = None) -> int | None:
+    """Register (or update) a periodic job; returns the pg_cron job id, None when the
+    workers tick it. See brooq.schedule."""
+    jobid = await _scalar(conn, queries.SCHEDULE, schedule_args(name, cron, topic, payload, priority, ticker))
+    return None if jobid is None else int(jobid)
 
 
 async def unschedule(conn: AsyncConn, name: str) -> bool:
     """Remove a schedule and its pg_cron job; False when no schedule has this name."""
     return bool(await _scalar(conn, queries.UNSCHEDULE, [name]))
+
+
+async def drop_topic(conn: AsyncConn, name: str, *, force: bool = False) -> int:
+    """Remove a topic; returns how many jobs were deleted with it. See brooq.drop_topic."""
+    return int(await _scalar(conn, queries.DROP_TOPIC, [name, force]) or 0)

@@ -210,7 +210,7 @@ class WorkerConfig:
             else:
                 if not nometrics.available():
                     problems.append(f"metrics_address: set, but prometheus-client is not installed; "
-                                    f"{nometrics.HINT}, or unset metrics_address")
+                                    f"{nometrics.hint()}; or unset metrics_address")
                 elif not self.metrics_public and not is_loopback(host):
                     problems.append(f"metrics_address: {host} is not a loopback address, and /metrics "
                                     "and /healthz have no authentication; set metrics_public "

@@ -17,13 +17,22 @@ import psycopg
 FATAL_SQLSTATES = frozenset({"42704", "42501"})
 
 
+# The server takes no writes now, whatever the statement: 25006 read_only_sql_transaction
+# (a standby, or a primary made read-only for a switchover: default_transaction_read_only).
+# A write is retried on a new connection (target_session_attrs=read-write finds the
+# primary), never taken for a value the database refused.
+READ_ONLY_SQLSTATES = frozenset({"25006"})
+
+
 def refused(exc: psycopg.Error) -> bool:
     """Whether the database refused a statement (its connection lives on), rather than
-    the connection or the server going away: no SQLSTATE (a client-side failure), class
-    08 (connection), 57P (shutdown) or 53 (out of resources). psycopg's OperationalError
-    covers both kinds: 54000 program_limit_exceeded is one too."""
+    the connection or the server going away or taking no writes: no SQLSTATE (a
+    client-side failure), class 08 (connection), 57P (shutdown), 53 (out of resources)
+    or 25006 (read-only: READ_ONLY_SQLSTATES). psycopg's OperationalError covers both
+    kinds: 54000 program_limit_exceeded is one too."""
     state = exc.sqlstate
-    return state is not None and not state.startswith(("08", "57P", "53"))
+    return (state is not None and not state.startswith(("08", "57P", "53"))
+            and state not in READ_ONLY_SQLSTATES)
 
 
 class BrooqError(Exception):
@@ -60,6 +69,11 @@ class PgCronMissing(BrooqError):
 class KeyBusy(BrooqError):
     """55P03 lock_not_available: another transaction holds an uncommitted enqueue of the
     same (topic, idempotency key), longer than the setting brooq.key_wait (default 5s)."""
+
+
+class TopicInUse(BrooqError):
+    """55006 object_in_use: drop_topic of a topic that still has jobs or schedules,
+    without force."""
 
 
 class UndecodableJob(BrooqError):
@@ -103,6 +117,7 @@ BY_SQLSTATE: dict[str, type[BrooqError]] = {
     "42501": PermissionDenied,
     "55000": PgCronMissing,
     "55P03": KeyBusy,
+    "55006": TopicInUse,
 }
 
 

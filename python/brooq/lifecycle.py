@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 
@@ -34,6 +36,16 @@ def stop_signals(on_signal: Callable[[], None]) -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def announce(log: logging.Logger, text: str) -> None:
+    """Log a run's start or stop at INFO; with no logging configured at all (a plain
+    `python app.py`: no handler on the logger nor its ancestors), print it on stderr
+    too, as `brooq worker` shows it: a worker that says nothing looks like it hangs."""
+    log.info(text)
+    if not log.hasHandlers():  # INFO would go nowhere (logging.lastResort shows WARNING+)
+        sys.stderr.write(f"{text}\n")
+        sys.stderr.flush()
 
 
 # Set while `brooq worker MODULE:OBJECT` imports MODULE: a worker.run() then would run

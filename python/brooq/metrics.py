@@ -1,6 +1,6 @@
 """Prometheus metrics of one worker, and the small HTTP server that exposes them.
 
-prometheus-client is an extra (`pip install 'brooq[metrics]'`): without it the worker
+prometheus-client is the extra `metrics` (brooq.extras says how to install it): without it the worker
 counts in brooq.nometrics.NoMetrics instead, and a metrics_address is refused at start.
 
 Each worker has its own CollectorRegistry (several workers may live in one

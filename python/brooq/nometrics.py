@@ -1,6 +1,6 @@
 """The worker's metrics when prometheus-client is not installed: nothing is recorded.
 
-prometheus-client is an extra (`pip install 'brooq[metrics]'`); a producer-only
+prometheus-client is the extra `metrics` (brooq.extras says how to install it); a producer-only
 application, or a worker without a metrics_address, does not need it. NoMetrics
 has the attributes of brooq.metrics.Metrics that the worker touches, each one a
 sink. The worker's own counts (brooq.counters: Worker.snapshot(), the progress line)
@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-HINT = "pip install 'brooq[metrics]' (prometheus-client)"
+from brooq.extras import install_hint
+
+
+def hint() -> str:
+    """How to install prometheus-client."""
+    return "install the extra metrics (prometheus-client): " + install_hint("metrics")
 
 
 def available() -> bool:

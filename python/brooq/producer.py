@@ -85,7 +85,7 @@ def enqueue(conn: Conn, topic: str, payload: Any, *, key: str | None = None,
             with mapped(PRODUCER, conn):
                 row = conn.execute(query, [*args, trace_arg(trace_context), *parents]).fetchone()
         except KeyBusy as exc:
-            raise key_busy(topic, busy_what(key, group)) from exc.__cause__
+            raise key_busy(exc, topic, busy_what(key, group)) from exc.__cause__
         assert row is not None  # brooq.enqueue returns exactly one row
         return Enqueued._make(row)
 
@@ -136,8 +136,13 @@ def _sync(conn: Any, helper: str) -> None:
                         f"use: from brooq import aio; await aio.{helper}(conn, ...)")
 
 
-def key_busy(topic: str, what: str) -> KeyBusy:
-    """55P03 from enqueue, saying which key: PostgreSQL's own message cannot."""
+def key_busy(exc: KeyBusy, topic: str, what: str) -> KeyBusy:
+    """55P03 from enqueue, saying which key: PostgreSQL's lock timeout cannot. brooq's own
+    55P03 (a key whose job a router staged and has not published) says it already, with
+    a hint, which PostgreSQL's lock timeout never has (in any server language)."""
+    cause = exc.__cause__
+    if isinstance(cause, psycopg.Error) and cause.diag.message_hint:
+        return exc
     return KeyBusy(f"{what} of topic {topic[:200]!r} is held by another transaction's "
                    "uncommitted enqueue, longer than brooq.key_wait", sqlstate="55P03",
                    hint="commit or roll back that transaction first, or wait longer: "
@@ -159,7 +164,7 @@ def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
                 rows = conn.execute(queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)]).fetchall()
             return [Enqueued._make(row) for row in rows]
         except KeyBusy as exc:
-            raise key_busy(topic, busy_what_batch(groups)) from exc.__cause__
+            raise key_busy(exc, topic, busy_what_batch(groups)) from exc.__cause__
 
     return tracing.send(topic, "enqueue_many", len(args[1]), call)
 
@@ -244,10 +249,10 @@ def decoded(fate: JobFate | None) -> JobFate | None:
     return fate
 
 
-def list_jobs(conn: Conn, *, topic: str | None = None, states: Sequence[str] | None = None,
-              limit: int = 50) -> list[JobFate]:
-    """Jobs newest first (highest id), at most ``limit`` (1 to 10000), of one ``topic``
-    and in ``states`` when given: e.g. the dead ones with their last_error. A payload,
+def list_jobs(conn: Conn, *, topic: str | Sequence[str] | None = None,
+              states: Sequence[str] | None = None, limit: int = 50) -> list[JobFate]:
+    """Jobs newest first (highest id), at most ``limit`` (1 to 10000), of ``topic`` (a
+    name, or several) and in ``states`` when given: e.g. the dead ones with their last_error. A payload,
     result or progress Python cannot decode is given as a brooq.Undecodable (a str that
     says why): one such job never hides the others."""
     _sync(conn, "list_jobs")
@@ -259,7 +264,8 @@ def list_jobs(conn: Conn, *, topic: str | None = None, states: Sequence[str] | N
     guard_jsonb(cur)
     with mapped(PRODUCER, conn):
         return cur.execute(queries.LIST_JOBS, {
-            "topic": topic, "states": None if states is None else list(states),
+            "topics": None if topic is None else [topic] if isinstance(topic, str) else list(topic),
+            "states": None if states is None else list(states),
             "limit": limit}).fetchall()
 
 

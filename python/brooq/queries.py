@@ -91,7 +91,7 @@ select id, topic, state, attempts, max_attempts, priority, last_error, result, p
        idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,
        progress, group_key
   from brooq.jobs
- where (%(topic)s::text is null or topic = %(topic)s::text)
+ where (%(topics)s::text[] is null or topic = any(%(topics)s::text[]))
    and (%(states)s::text[] is null or state = any(%(states)s::text[]))
  order by id desc
  limit %(limit)s::integer
@@ -120,20 +120,29 @@ select topic, deleted, remainders
  where topic = any(%s::text[])
 """
 
-# Periodic jobs on pg_cron (admin); the view brooq.schedules (worker, admin).
+# Periodic jobs, ticked by pg_cron or by the workers (admin); the view brooq.schedules
+# (worker, admin).
 SCHEDULE: LiteralString = """
 select brooq.schedule(name => %s::text, cron => %s::text, topic => %s::text,
-                      payload => %s::jsonb, priority => %s::integer)
+                      payload => %s::jsonb, priority => %s::integer, ticker => %s::text)
 """
 
 UNSCHEDULE: LiteralString = "select brooq.unschedule(name => %s::text)"
 
 SCHEDULES: LiteralString = """
-select name, cron, topic, payload, priority, created_at, updated_at, last_tick_at, last_job_id,
-       last_job_state
+select name, cron, ticker, topic, payload, priority, created_at, updated_at, next_tick_at,
+       last_tick_at, last_job_id, last_job_state, last_error
   from brooq.schedules
  order by name
 """
+
+# The worker's ticking room (brooq.ticker): the workers' schedules that are due.
+TICK_SCHEDULES: LiteralString = """
+select schedule, tick, job_id, created, error from brooq.tick_schedules(max_ticks => %s::integer)
+"""
+
+# Remove a topic (admin): refused while jobs or schedules remain unless force.
+DROP_TOPIC: LiteralString = "select brooq.drop_topic(name => %s::text, force => %s::boolean)"
 
 # brooq.health(): six checks, each ok, warn or fail (brooq_worker and brooq_admin).
 HEALTH: LiteralString = "select name, status, detail from brooq.health()"

@@ -22,6 +22,9 @@ import re
 import threading
 from urllib.parse import unquote
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
 MIN_SECRET = 4
 
 _URI_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]*(@)", re.IGNORECASE)
@@ -95,6 +98,21 @@ def redact(text: str, dsn: str | None = None) -> str:
         if secret in text:
             text = text.replace(secret, "***")
     return _KEYWORD_PASSWORD.sub(r"\1***", _URI_PASSWORD.sub(r"\1***\2", text))
+
+
+def shown_dsn(dsn: str | None) -> str:
+    """Which database a DSN names, for a log line: postgresql://user@host:port/dbname,
+    never its password nor any other parameter (what the DSN leaves out, libpq takes
+    from PG* variables or its defaults)."""
+    try:
+        parts = conninfo_to_dict(dsn or "")
+    except psycopg.ProgrammingError:
+        return one_line(dsn)
+    user, host, port, dbname = (parts.get(k) for k in ("user", "host", "port", "dbname"))
+    if not (user or host or port or dbname):
+        return "libpq defaults (PG* variables)"
+    return (f"postgresql://{f'{user}@' if user else ''}{host or ''}{f':{port}' if port else ''}"
+            f"/{dbname or ''}")
 
 
 def one_line(value: object, limit: int | None = None, dsn: str | None = None) -> str:

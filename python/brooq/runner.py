@@ -34,7 +34,7 @@ from brooq.counters import Counters
 from brooq.executors import EventLoop, ThreadPool
 from brooq.job import Job
 from brooq.leases import Leases
-from brooq.messages import _
+from brooq.messages import _, _n
 from brooq.outcome import Outcome, of_exception, of_return
 from brooq.payload import Undecodable
 from brooq.settler import Settler, log_extra
@@ -421,5 +421,5 @@ class Runner:
             att.closed = True
             self._outbox.add(att, Outcome("preserve", None, timedelta(0)))
         if withdrawn:
-            log.info(_("worker.handing_back", worker=self.worker, count=len(withdrawn)))
+            log.info(_n("worker.handing_back", len(withdrawn), worker=self.worker))
             self.count_busy()

@@ -5,7 +5,9 @@ The loop's connection is opened here, with the settings every worker connection
 gets (keepalives, the statement timeout, no prepared statements through a transaction
 pooler); the settling thread's and the listener's are opened with the same. The
 first connection of a run checks the schema version (brooq.schema_check), declares the
-registered topics and reads each topic's max_execution, refusing a handler whose
+registered topics (a topic it creates is said at WARNING: a typo's would stay unseen;
+a worker that may not declare topics refuses one that does not exist, before saying
+anything else of it) and reads each topic's max_execution, refusing a handler whose
 timeout is longer. A connection lost later is reopened with exponential backoff:
 the loop decides when to try (``next_connect``), this says so once, then every
 REMIND_EVERY.
@@ -191,14 +193,22 @@ class Session:
     def _declare_topics(self, conn: Conn) -> None:
         schema = check_schema(conn, __version__)  # no schema, an older one, or no right to use it
         log.info(_("worker.connected", worker=self.name, version=__version__, schema=schema))
+        existing = set(self._topics_max_execution(conn))
+        kept = []
         for h in self._handlers.values():
             try:
                 declare(conn, h)
             except PermissionDenied:
-                # the usual split (docs/operations.md: topics are an admin's): not a warning
-                log.info(_("worker.topic_settings_kept", worker=self.name, topic=h.topic))
+                kept.append(h.topic)  # the usual split (docs/operations.md: topics are an admin's)
+                continue
             except BrooqError as exc:
                 raise ConfigError([f"handler {h.topic!r}: {exc}"]) from None
+            if h.topic not in existing:  # a new topic, or a typo's (emial): say so
+                log.warning(_("worker.topic_created", worker=self.name, topic=h.topic))
+        if missing := [topic for topic in kept if topic not in existing]:
+            raise ConfigError([_("worker.topic_missing", topic=topic) for topic in missing])
+        for topic in kept:  # not a warning: the settings are an admin's
+            log.info(_("worker.topic_settings_kept", worker=self.name, topic=topic))
         self._check_max_execution(conn)
         self._declared = True
 
@@ -206,9 +216,7 @@ class Session:
         """Refuse to start when an attempt timeout is longer than its topic's max_execution
         (as the database holds it: declared by us, or by an admin): every such handler in
         one ConfigError."""
-        with mapped(WORKER, conn):  # a role without brooq_worker may not read topic_stats
-            rows = conn.execute(queries.TOPIC_MAX_EXECUTION, [list(self._handlers)]).fetchall()
-        self.max_execution = {topic: limit for topic, limit in rows}
+        self.max_execution = self._topics_max_execution(conn)
         problems = []
         for h in self._handlers.values():
             limit = self.max_execution.get(h.topic)
@@ -218,6 +226,12 @@ class Session:
                                 "all its attempts): shorten the timeout, or raise max_execution")
         if problems:
             raise ConfigError(problems)
+
+    def _topics_max_execution(self, conn: Conn) -> dict[str, timedelta | None]:
+        """The registered topics that exist, each with its max_execution."""
+        with mapped(WORKER, conn):  # a role without brooq_worker may not read topic_stats
+            rows = conn.execute(queries.TOPIC_MAX_EXECUTION, [list(self._handlers)]).fetchall()
+        return {topic: limit for topic, limit in rows}
 
     def lost(self, exc: BaseException) -> None:
         """The loop's connection failed (or could not be opened): close it, say so, and

@@ -1,7 +1,7 @@
 """OpenTelemetry tracing: a span around each enqueue and around each attempt.
 
 Active only when the application uses OpenTelemetry: opentelemetry-api installed
-(``pip install 'brooq[otel]'``), imported, and a tracer provider set
+(the extra ``otel``: ``pip install -e '.[otel]'`` in a checkout), imported, and a tracer provider set
 (``opentelemetry.trace.set_tracer_provider``, or ``opentelemetry-instrument``).
 brooq never imports opentelemetry itself: an application that configured tracing
 has imported it, so one look at ``sys.modules`` per enqueue or attempt decides, and

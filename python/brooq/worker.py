@@ -5,7 +5,8 @@ brooq.heartbeat and brooq.reap do. Threads:
 
 - the loop (the thread that calls run()): owns one autocommit connection and is
   the only one to use it. Each turn it settles finished attempts in one
-  settle_many, renews leases every lease/3, reaps every reap_interval, and claims
+  settle_many, renews leases every lease/3, reaps every reap_interval, ticks the
+  periodic jobs the workers tick each second (brooq.ticker), and claims
   as many jobs as it has free slots plus `prefetch`: claimed jobs wait, leased, in the
   pool's queue, so a free thread starts the next one while the loop's round trip runs.
   No transaction stays open while a handler runs.
@@ -51,16 +52,18 @@ from brooq.errors import (
 from brooq.executors import Waker
 from brooq.job import Job
 from brooq.leases import Leases
-from brooq.lifecycle import refuse_run_at_import, stop_signals
+from brooq.lifecycle import announce, refuse_run_at_import, stop_signals
 from brooq.listener import Listener
-from brooq.messages import _
+from brooq.messages import _, _n
 from brooq.nometrics import NoMetrics
+from brooq.redact import shown_dsn
 from brooq.rows import Reaped, fields_row
 from brooq.runner import CHECK_EVERY, Runner
 from brooq.session import Session, declare, statement_timeout_ms
 from brooq.settings import HandlerSettings, takes_settings, topic_settings
 from brooq.settler import Settler, SettleThread
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+from brooq.ticker import Ticker
 from brooq.typed import with_payload
 from brooq.watchdog import Watchdog
 
@@ -84,7 +87,7 @@ REAP_BATCH = 1000
 
 
 def _metrics(counts: Counters) -> Metrics | NoMetrics:
-    """Prometheus metrics when prometheus-client is installed (the extra brooq[metrics])."""
+    """Prometheus metrics when prometheus-client is installed (the extra metrics, brooq.extras)."""
     try:
         from brooq.metrics import Metrics
     except ImportError:
@@ -106,7 +109,7 @@ class Worker:
     connects, checks the schema and declares the topics, a Runner (brooq.runner) runs
     the claimed jobs' handlers and stops them, a Settler (brooq.settler) writes outcomes,
     Leases (brooq.leases) renew and lose leases, a Listener (brooq.listener) wakes the
-    loop on NOTIFY.
+    loop on NOTIFY, a Ticker (brooq.ticker) ticks the periodic jobs the workers tick.
     """
 
     def __init__(self, dsn: str | None = None, **settings: Any) -> None:
@@ -159,6 +162,7 @@ class Worker:
         self._runner = Runner(self.name, self._handlers, self._counts, self._leases, self._outbox,
                               self._waker.wake, c.hung_grace)
         self._listener = Listener(self.name, (), self._waker.wake)
+        self._ticker = Ticker(self.name)  # the schedules the workers tick (brooq.ticker)
         self._job_rows = fields_row(Job)
         self._reaped_rows = fields_row(Reaped)
         self._more = True
@@ -318,9 +322,10 @@ class Worker:
                 gc.freeze()
                 try:
                     self._start_services()
-                    log.info(_("worker.started", worker=self.name, topics=", ".join(self._handlers),
-                               concurrency=self._concurrency,
-                               lease=format_duration(self.config.lease)))
+                    announce(log, _("worker.started", worker=self.name, topics=", ".join(self._handlers),
+                                     concurrency=self._concurrency,
+                                     lease=format_duration(self.config.lease),
+                                     database=shown_dsn(self.config.dsn)))
                     self._loop()
                 finally:
                     self._closing.set()
@@ -404,7 +409,7 @@ class Worker:
                     self._abort(now)
                     return
                 if not self._runner and not self._outbox and not self._settle_thread.in_flight:
-                    log.info(_("worker.stopped", worker=self.name))
+                    announce(log, _("worker.stopped", worker=self.name))
                     return
             if self._runner and now >= self._next_check:
                 self._next_check = now + CHECK_EVERY
@@ -440,6 +445,8 @@ class Worker:
             self._runner.confirm_prefetched(conn, now)
         if now >= self._next_reap:
             self._reap(conn, now)
+        if self._ticker.due(now) and not self._stopping:
+            self._ticker.tick(conn, now)
         if self._server is not None and now >= self._next_stats:
             self._next_stats = now + self._stats_every
             self.metrics.refresh_stats(conn, list(self._handlers))
@@ -459,6 +466,8 @@ class Worker:
             if self._leases:
                 at = min(at, self._leases.next_heartbeat)
             at = min(at, self._next_reap)
+            if not self._stopping:
+                at = min(at, self._ticker.next_tick)
             if self._server is not None:
                 at = min(at, self._next_stats)
         return at - now
@@ -553,7 +562,7 @@ class Worker:
         self._next_reap = now + self._reap_every
         if rows:
             self._counts.reaped += len(rows)
-            log.info(_("worker.reaped", worker=self.name, count=len(rows)))
+            log.info(_n("worker.reaped", len(rows), worker=self.name))
             if any(r.topic in self._handlers for r in rows):
                 self._more = True
 
@@ -564,8 +573,8 @@ class Worker:
         grace = self._stop_grace if self._stop_grace is not None else self.config.shutdown_grace
         self._grace_deadline = now + grace.total_seconds()
         self._runner.withdraw()
-        log.info(_("worker.stopping", worker=self.name, count=len(self._runner),
-                   grace=format_duration(grace)))
+        announce(log, _n("worker.stopping", len(self._runner), worker=self.name,
+                         grace=format_duration(grace)))
 
     def _abort(self, now: float) -> None:
         """Stop now: settle what finished, hand back the jobs whose handlers still run (see
@@ -580,11 +589,11 @@ class Worker:
                      "the attempt was stopped and given back")
             count = self._runner.hand_back(now, error)
             if count:
-                log.warning(_("worker.handlers_left_running", worker=self.name, count=count))
+                log.warning(_n("worker.handlers_left_running", count, worker=self.name))
         if self._outbox:
             self._settle_thread.hand(self._outbox.take())
         self._runner.cancel_all(now)
         self._settle_thread.wait(self._watchdog.limit)  # a statement's time at most
         if self._settle_thread.in_flight:
-            log.warning(_("worker.unsettled_at_exit", worker=self.name, count=self._settle_thread.in_flight,
-                          error=self._settle_thread.fatal or "no answer from the database"))
+            log.warning(_n("worker.unsettled_at_exit", self._settle_thread.in_flight, worker=self.name,
+                           error=self._settle_thread.fatal or "no answer from the database"))

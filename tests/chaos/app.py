@@ -17,11 +17,18 @@ its first attempt, always_fail always), so that the outcome names its execution.
 a short lease, runs each for ``--hold`` seconds (longer than the lease), then settles
 them with the lease tokens claim returned. A lease storm: every one of its jobs is
 reaped and claimed again elsewhere, and its late settles must all be refused.
+
+Across a failover (tests/chaos/failover.py) the database is no witness of what it
+lost: ``failover_worker`` is the same worker run by `brooq worker app:failover_worker`
+(the CLI), its audit in a file of its own ($CHAOS_AUDIT_DIR/<name>.jsonl) rather than
+in the database, and each outcome the database acknowledged to it (the settling
+thread's answer, after the commit) written there too.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -29,10 +36,12 @@ import threading
 import time
 import uuid
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, LiteralString
 
 import brooq
 import psycopg
+from brooq.settler import Pending, Settler
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -79,7 +88,31 @@ class Audit:
                     [time.time(), lost, exec_id])
 
 
-def execute(audit: Audit, job_id: int, token: int, attempt: int, payload: Any,
+class FileAudit:
+    """The executions (and the acknowledged outcomes) of one worker process, one JSON
+    line each, appended with one write (a process killed keeps every line written)."""
+
+    def __init__(self, path: Path, worker: str) -> None:
+        self.worker = worker
+        self.pid = os.getpid()
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def _line(self, record: dict[str, Any]) -> None:
+        os.write(self.fd, (json.dumps(record) + "\n").encode())
+
+    def start(self, exec_id: str, job_id: int, token: int, attempt: int) -> None:
+        self._line({"kind": "start", "exec_id": exec_id, "job_id": job_id, "lease_token": token,
+                    "attempt": attempt, "worker": self.worker, "pid": self.pid, "at": time.time()})
+
+    def end(self, exec_id: str, lost: bool) -> None:
+        self._line({"kind": "end", "exec_id": exec_id, "at": time.time(), "lost": lost})
+
+    def settled(self, job_id: int, token: int, state: str | None) -> None:
+        self._line({"kind": "settled", "job_id": job_id, "lease_token": token, "state": state,
+                    "worker": self.worker, "at": time.time()})
+
+
+def execute(audit: Audit | FileAudit, job_id: int, token: int, attempt: int, payload: Any,
             canceled: Any, hold: float | None = None) -> dict[str, str]:
     """One execution: audited start, the work, audited end, then the planned outcome."""
     exec_id = uuid.uuid4().hex[:16]
@@ -101,17 +134,42 @@ def execute(audit: Audit, job_id: int, token: int, attempt: int, payload: Any,
     return {"exec": exec_id}
 
 
-def build(dsn: str, name: str, lease: timedelta, concurrency: int) -> brooq.Worker:
+def build(dsn: str | None, name: str | None, lease: timedelta, concurrency: int,
+          audit_dir: Path | None = None) -> brooq.Worker:
     worker = brooq.Worker(dsn, name=name, lease=lease, concurrency=concurrency,
                           poll_interval=timedelta(milliseconds=200), shutdown_grace=timedelta(seconds=10))
-    audit = Audit(dsn, name)
+    audit: Audit | FileAudit = (Audit(worker.config.dsn, worker.name) if audit_dir is None
+                                else FileAudit(audit_dir / f"{worker.name}.jsonl", worker.name))
 
     @worker.handler(TOPIC, max_attempts=MAX_ATTEMPTS, backoff_base=timedelta(milliseconds=50),
                     backoff_max=timedelta(milliseconds=200), timeout=None)
     def handle(job: brooq.Job) -> dict[str, str]:
         return execute(audit, job.id, job.lease_token, job.attempt, job.payload, job.canceled)
 
+    if isinstance(audit, FileAudit):
+        witness_settles(audit)
     return worker
+
+
+def witness_settles(audit: FileAudit) -> None:
+    """Record each outcome the database answered for (Settler.settled runs on the loop's
+    thread once the settling transaction committed; a NULL state: the lease was lost and
+    nothing was written). Test instrumentation: brooq has no per-job settle hook."""
+    original = Settler.settled
+
+    def settled(self: Settler, batch: list[Pending], states: dict[int, str | None]) -> None:
+        for p in batch:
+            if p.attempt.job.id in states:
+                audit.settled(p.attempt.job.id, p.attempt.job.lease_token, states[p.attempt.job.id])
+        original(self, batch, states)
+
+    Settler.settled = settled  # type: ignore[method-assign]
+
+
+def failover_worker() -> brooq.Worker:
+    """For `brooq worker app:failover_worker --dsn ... --name ...`: the audited worker with
+    its audit in $CHAOS_AUDIT_DIR; the command line's settings win over these."""
+    return build(None, None, timedelta(seconds=2), 4, Path(os.environ["CHAOS_AUDIT_DIR"]))
 
 
 def _storm_job(audit: Audit, hold: float, outcomes: dict[int, tuple[str, str | None]],

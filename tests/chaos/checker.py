@@ -5,7 +5,13 @@ Pure functions of a History (see history.py), so hand-made histories test them.
 Violation classes (each a count; a clean run has zero of every one):
 
 lost                   an acknowledged enqueue whose job is missing, or not terminal
-                       (done, dead, canceled) once the run has drained
+                       (done, dead, canceled) once the run has drained, or whose id
+                       holds another job (a new primary that never received the
+                       enqueue gave the id again)
+outcome_lost           an outcome the database acknowledged to a worker (its settle
+                       committed) that the database no longer has: no settle of that
+                       claim to that state in the log (a failover to a standby that
+                       never received it)
 outcome_unfinished     a job done (or dead) whose outcome names no execution of that
                        job that finished (the result, or last_error, carries the id)
 outcome_stale_lease    an outcome written by an execution whose claim was no longer
@@ -28,6 +34,18 @@ illegal_transition     a change of state that the state machine does not allow
                        a terminal state, a claim that keeps the token, a job reaped
                        max_lease_losses times in a row and not made dead...)
 live_row_deleted       a row deleted while pending, failed or processing (purge)
+
+A failover (a fault of kind "failover", at the instant the primary was killed) may
+take away claims the standby never received: brooq commits its claims without
+waiting for the flush (queries.CLAIM). An execution under a lease token the log does
+not know, that started before the failover (or within ``cancel_bound`` after it: a
+prefetched job starts on a claim confirmed at most START_CONFIRM earlier), ran on
+such a lost claim; it is counted (``claims_lost_in_failover``), not flagged, and it
+explains an overlap or a re-execution like a reap. Its outcome is still judged: an
+outcome written under a token that was not the job's current lease is
+``outcome_stale_lease``, and one written by an execution the log cannot place is
+``outcome_unfinished``. Any other execution under an unknown token is an
+``attempts_mismatch``.
 """
 
 from __future__ import annotations
@@ -43,6 +61,7 @@ TERMINAL = frozenset({"done", "dead", "canceled"})
 READY = frozenset({"pending", "failed"})
 VIOLATIONS = (
     "lost",
+    "outcome_lost",
     "outcome_unfinished",
     "outcome_stale_lease",
     "overlap_unexplained",
@@ -110,13 +129,35 @@ def check(history: History, cancel_bound: float = math.inf, max_lease_losses: in
         transitions[t.job_id].append(t)
     claims = {job_id: _walk(job_id, ts, history, report, max_lease_losses)
               for job_id, ts in transitions.items()}
+    lost_claims = _lost_in_failover(history, claims, cancel_bound)
 
     _check_lost(history, report)
+    _check_acknowledged_outcomes(history, transitions, by_job, report)
     _check_outcomes(history, transitions, report)
-    _check_executions(history, by_job, claims, report)
+    _check_executions(history, by_job, claims, lost_claims, report)
     _check_cancels(history, by_job, cancel_bound, report)
     _figures(history, by_job, claims, report, max_lease_losses)
+    report.figures["failovers"] = len(failovers(history))
+    report.figures["claims_lost_in_failover"] = len(lost_claims)
     return report
+
+
+def failovers(history: History) -> list[float]:
+    """When each failover's primary was killed."""
+    return sorted(f.at for f in history.faults if f.kind == "failover")
+
+
+def _lost_in_failover(history: History, claims: dict[int, dict[int, _Claim]],
+                      bound: float) -> set[tuple[int, int]]:
+    """(job id, lease token) of the executions that ran on a claim lost in a failover:
+    a token the log does not know, the execution started before the last failover
+    (plus ``bound``, a prefetched job's start). None without a failover or the log."""
+    killed = failovers(history)
+    if not killed or not history.has_transitions:
+        return set()
+    limit = killed[-1] + (bound if math.isfinite(bound) else 0.0)
+    return {(e.job_id, e.lease_token) for e in history.executions
+            if e.lease_token not in claims.get(e.job_id, {}) and e.started_at <= limit}
 
 
 def is_poison(row: JobRow | None) -> bool:
@@ -196,12 +237,40 @@ def _end(claims: dict[int, _Claim], t: Transition, kind: str) -> None:
 
 
 def _check_lost(history: History, report: Report) -> None:
+    reused = 0
     for job_id in sorted(history.acked):
         row = history.jobs.get(job_id)
+        sent = history.acked_payload.get(job_id)
         if row is None:
             report.flag("lost", f"job {job_id} acknowledged, missing from brooq.job")
+        elif sent is not None and (not isinstance(row.payload, dict) or row.payload.get("p") != sent):
+            reused += 1
+            report.flag("lost", f"job {job_id} acknowledged with payload p={sent}; the id now holds "
+                                f"another job ({row.payload})")
         elif row.state not in TERMINAL:
             report.flag("lost", f"job {job_id} acknowledged, still {row.state} after the drain")
+    report.figures["ids_reused"] = reused
+
+
+def _check_acknowledged_outcomes(history: History, transitions: dict[int, list[Transition]],
+                                 by_job: dict[int, list[Execution]], report: Report) -> None:
+    """Every outcome a worker saw committed is in the log: a settle of that claim (its
+    lease token) to that state. Counts those lost whose job then ran again."""
+    if not history.has_transitions:
+        return
+    again = 0
+    for s in history.settles:
+        if s.state is None:
+            continue  # the lease was lost: nothing was written, nothing acknowledged
+        if any(t.old_state == "processing" and t.old_token == s.lease_token and t.new_state == s.state
+               for t in transitions.get(s.job_id, [])):
+            continue
+        reran = any(e.lease_token != s.lease_token and e.started_at > s.at for e in by_job.get(s.job_id, []))
+        again += reran
+        report.flag("outcome_lost", f"job {s.job_id}: {s.state} under token {s.lease_token} acknowledged to "
+                                    f"{s.worker}, not in the log" + ("; the job ran again" if reran else ""))
+    report.figures["outcomes_acknowledged"] = sum(1 for s in history.settles if s.state is not None)
+    report.figures["outcomes_lost_then_ran_again"] = again
 
 
 def _outcome_exec(row_result: object, last_error: str | None, state: str) -> str | None:
@@ -240,7 +309,8 @@ def _end_of(e: Execution, history: History) -> float:
 
 
 def _check_executions(history: History, by_job: dict[int, list[Execution]],
-                      claims: dict[int, dict[int, _Claim]], report: Report) -> None:
+                      claims: dict[int, dict[int, _Claim]], lost_claims: set[tuple[int, int]],
+                      report: Report) -> None:
     for job_id, execs in by_job.items():
         job_claims = claims.get(job_id, {})
 
@@ -253,6 +323,8 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
         by_order = {c.index: c for c in job_claims.values()}
         row = history.jobs.get(job_id)
         for e in execs:
+            if (job_id, e.lease_token) in lost_claims:
+                continue  # its claim was lost in a failover: no attempt of the log's
             if history.has_transitions:
                 claim = job_claims.get(e.lease_token)
                 if claim is None or claim.attempts != e.attempt:
@@ -266,6 +338,9 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
             for b in execs[i + 1:]:
                 if not (a.started_at < _end_of(b, history) and b.started_at < _end_of(a, history)):
                     continue
+                if a.lease_token != b.lease_token and ((job_id, a.lease_token) in lost_claims
+                                                       or (job_id, b.lease_token) in lost_claims):
+                    continue  # the claim a failover took away ran on until its lease was found lost
                 first = a if order(a.lease_token) <= order(b.lease_token) else b
                 claim = job_claims.get(first.lease_token)
                 if a.lease_token == b.lease_token or claim is None or claim.end_kind not in ("reap", "cancel"):
@@ -275,6 +350,8 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
         first_token = execs[0].lease_token
         for i, e in enumerate(execs[1:], start=1):
             prev = execs[i - 1]
+            if (job_id, e.lease_token) in lost_claims and e.lease_token != prev.lease_token:
+                continue  # run on a claim a failover took away: the job was ready again
             if e.lease_token == prev.lease_token:
                 if e.started_at >= _end_of(prev, history):  # (an overlap is flagged above)
                     report.flag("reexec_unexplained", f"job {job_id}: claim {e.lease_token} executed twice "
@@ -283,7 +360,9 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
             if e.lease_token == first_token or not history.has_transitions:
                 continue
             this = job_claims.get(e.lease_token)
-            before = by_order.get(this.index - 1) if this is not None else None
+            if this is None:
+                continue  # a token no claim gave: an attempts_mismatch already
+            before = by_order.get(this.index - 1)
             if before is None or before.end_kind not in ("reap", "settle:failed"):
                 report.flag("reexec_unexplained",
                             f"job {job_id}: executed again under token {e.lease_token}, the claim before "

@@ -76,7 +76,9 @@ class Config:
     cancel_share: float = 0.01
     purge_rows: int = 20_000
     drain_timeout: float = 120.0
-    mix: str = "chaos"  # "prefetch": every job 150-400 ms, so prefetched jobs wait for a thread
+    mix: str = "chaos"  # "prefetch": every job 150-400 ms, so prefetched jobs wait for a thread;
+    # "failover": no slow job (the queue drains in a moment when a failover needs it quiet),
+    # no poison pill (the same worker processes from start to end)
     run_dir: Path | None = None
 
     @property
@@ -120,6 +122,7 @@ class Chaos:
         self.wlock = threading.Lock()  # self.workers: the fault loop and the respawner
         self.n_payloads = 0
         self.running = threading.Event()
+        self.produce_lock = threading.Lock()  # held by the producer around each batch
 
     # --- processes ------------------------------------------------------------------
 
@@ -151,13 +154,13 @@ class Chaos:
             return {"plan": "ok", "ms": rng.randint(150, 400)}
         self.n_payloads += 1
         x = rng.random()
-        if self.n_payloads % 1000 == 500:
+        if self.n_payloads % 1000 == 500 and self.c.mix != "failover":
             return {"plan": "exit", "ms": 0}  # the poison pill
         if x < 0.005:
             return {"plan": "always_fail", "ms": rng.randint(5, 50)}
         if x < 0.035:
             return {"plan": "fail_once", "ms": rng.randint(5, 100)}
-        if x < 0.055:
+        if x < 0.055 and self.c.mix != "failover":
             return {"plan": "ok", "ms": rng.randint(800, 2500)}  # slow: often running when a fault hits
         return {"plan": "ok", "ms": rng.randint(10, 150)}
 
@@ -167,18 +170,24 @@ class Chaos:
         interval = batch / self.c.rate
         next_at = time.monotonic()
         conn: psycopg.Connection[Any] | None = None
+        sent = 0
         while len(self.h.acked) < self.c.jobs:
             next_at += interval
             payloads = [self.payload(rng) for _ in range(min(batch, self.c.jobs - len(self.h.acked)))]
+            for p in payloads:  # which job an acknowledged id is (see history.acked_payload)
+                sent += 1
+                p["p"] = sent
             try:
-                if conn is None or conn.closed:
-                    conn = psycopg.connect(self.dsn, connect_timeout=5)
-                with conn.transaction():
-                    got = brooq.enqueue_many(conn, "chaos", payloads)
-                now = time.time()  # the commit returned: acknowledged
-                with self.lock:
-                    for e in got:
-                        self.h.acked[e.id] = now
+                with self.produce_lock:
+                    if conn is None or conn.closed:
+                        conn = psycopg.connect(self.dsn, connect_timeout=5)
+                    with conn.transaction():
+                        got = brooq.enqueue_many(conn, "chaos", payloads)
+                    now = time.time()  # the commit returned: acknowledged
+                    with self.lock:
+                        for e, p in zip(got, payloads, strict=True):
+                            self.h.acked[e.id] = now
+                            self.h.acked_payload[e.id] = p["p"]
             except psycopg.OperationalError:
                 if conn is not None:
                     conn.close()

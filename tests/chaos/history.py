@@ -14,6 +14,13 @@ Three witnesses, each written at the moment it happens:
   change, and every deletion of a row that was not terminal. It sees only what
   committed, so it is the reference for reaps and lease losses.
 
+Across a failover (tests/chaos/failover.py) the database keeps only what the promoted
+standby had received, so the handlers write their executions to files instead, and
+each worker also writes the outcomes the database acknowledged to it (``settles``);
+the producer notes which payload each acknowledged id carried (``acked_payload``: an
+id the new primary gave to another job is not the job that was acknowledged), and
+the faults include each failover (``failover``: the instant the primary was killed).
+
 Times are seconds since the epoch; the handlers, the harness and PostgreSQL share
 one host and so one clock.
 """
@@ -127,6 +134,17 @@ class CancelRecord:
 
 
 @dataclass(frozen=True)
+class SettleRecord:
+    """An outcome the database acknowledged to a worker (its settle committed)."""
+
+    job_id: int
+    lease_token: int
+    state: str | None  # None: the lease was lost, nothing was written
+    worker: str
+    at: float
+
+
+@dataclass(frozen=True)
 class Fault:
     at: float
     kind: str
@@ -144,12 +162,15 @@ class History:
     faults: list[Fault] = field(default_factory=list)
     process_end: dict[int, float] = field(default_factory=dict)  # pid -> killed or exited at
     has_transitions: bool = True  # False: a client-only history (the database log was not kept)
+    settles: list[SettleRecord] = field(default_factory=list)  # acknowledged outcomes (failover runs)
+    acked_payload: dict[int, int] = field(default_factory=dict)  # job id -> its payload's "p"
 
     def dump(self, path: Path) -> None:
         data = asdict(self)
         data["acked"] = list(self.acked.items())
         data["jobs"] = list(data["jobs"].values())
         data["process_end"] = list(self.process_end.items())
+        data["acked_payload"] = list(self.acked_payload.items())
         path.write_text(json.dumps(data))
 
     @classmethod
@@ -164,6 +185,8 @@ class History:
             faults=[Fault(**f) for f in data["faults"]],
             process_end={int(k): v for k, v in data["process_end"]},
             has_transitions=data["has_transitions"],
+            settles=[SettleRecord(**s) for s in data.get("settles", [])],
+            acked_payload={int(k): v for k, v in data.get("acked_payload", [])},
         )
 
 

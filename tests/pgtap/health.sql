@@ -32,7 +32,7 @@ set local brooq.now = '2030-01-01 00:01:05+00';
 select is((select status from brooq.health() where name = 'expired_leases'), 'ok', 'expired 55 s ago: ok, a reaper has a minute');
 set local brooq.now = '2030-01-01 00:01:15+00';
 select results_eq($$ select status, detail from brooq.health() where name = 'expired_leases' $$,
-    $$ values ('warn'::text, '1 jobs in flight with a lease expired more than 1 minute ago, the oldest at '
+    $$ values ('warn'::text, '1 job in flight with a lease expired more than 1 minute ago, the oldest at '
                || to_char(timestamptz '2030-01-01 00:00:10+00', 'YYYY-MM-DD HH24:MI:SSOF')
                || ' (00:01:05 ago): is a worker or pg_cron''s brooq_reap running reap?') $$,
     'expired 65 s ago, and nobody reaped it: warn');

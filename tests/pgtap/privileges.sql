@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(269);
+select plan(303);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -43,10 +43,14 @@ insert into matrix values
     ('brooq._retry(bigint[], text[])', false, false, false),
     ('brooq.health()', false, true, true),
     ('brooq._health_jobs()', false, true, true),
-    ('brooq.schedule(text, text, text, jsonb, integer)', false, false, true),
+    ('brooq.schedule(text, text, text, jsonb, integer, text)', false, false, true),
     ('brooq.unschedule(text)', false, false, true),
+    ('brooq.tick_schedules(integer)', false, true, true),
     ('brooq._schedule_tick(text)', false, false, false),
     ('brooq._schedule_tick_at(text, timestamptz)', false, false, false),
+    ('brooq._schedule_next(text, timestamptz)', false, false, false),
+    ('brooq._cron_values(text, integer, integer, text)', false, false, false),
+    ('brooq.drop_topic(text, boolean)', false, false, true),
     ('brooq.purge(integer)', false, false, true),
     ('brooq.purge_all(integer, integer)', false, false, true),
     ('brooq.purge_remainder()', false, false, true),
@@ -63,7 +67,10 @@ insert into matrix values
     ('brooq._result_too_large(bigint, integer, integer, text)', false, false, false),
     ('brooq._trace_context(jsonb, text)', false, false, false),
     ('brooq._settle_rows(bigint[], bigint[], text[], text[], interval[], jsonb[])', false, false, false),
-    ('brooq._heartbeat_rows(bigint[], bigint[], jsonb[])', false, false, false);
+    ('brooq._heartbeat_rows(bigint[], bigint[], jsonb[])', false, false, false),
+    ('brooq.enqueue_staged(uuid, text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb)', true, false, true),
+    ('brooq.decide_staged(uuid, text)', true, false, true),
+    ('brooq.forget_staged(interval, uuid[])', false, false, true);
 
 select set_eq($$ select oid::regprocedure::text from pg_proc where pronamespace = 'brooq'::regnamespace $$,
     $$ select routine::text from matrix $$, 'the matrix covers every routine in schema brooq');
@@ -144,6 +151,10 @@ select throws_ok($$ insert into brooq.job (topic, payload, max_attempts, availab
                     values ('t.priv', '{}', 1, now(), now(), now()) $$, '42501', 'permission denied for table job',
     'producer: no insert into job (enqueue is the only way in)');
 select throws_ok($$ select * from brooq.topic $$, '42501', 'permission denied for table topic', 'producer: no select on topic');
+select throws_ok($$ select * from brooq.tick_schedules() $$, '42501', 'permission denied for function tick_schedules',
+    'producer: no tick_schedules');
+select throws_ok($$ select brooq.drop_topic('t.priv') $$, '42501', 'permission denied for function drop_topic',
+    'producer: no drop_topic');
 select throws_ok($$ select brooq._now() $$, '42501', 'permission denied for function _now', 'producer: no _now');
 reset role;
 
@@ -162,6 +173,9 @@ select lives_ok($$ select brooq.reap() $$, 'worker: reap');
 select lives_ok($$ select * from brooq.topic_stats $$, 'worker: read topic_stats');
 select lives_ok($$ select * from brooq.in_flight $$, 'worker: read in_flight');
 select lives_ok($$ select brooq._now() $$, 'worker: _now (the views call it as the reader)');
+select lives_ok($$ select * from brooq.tick_schedules() $$, 'worker: tick_schedules');
+select throws_ok($$ select brooq.drop_topic('t.priv') $$, '42501', 'permission denied for function drop_topic',
+    'worker: no drop_topic');
 select throws_ok($$ select brooq.enqueue('t.priv') $$, '42501', 'permission denied for function enqueue', 'worker: no enqueue');
 select throws_ok($$ select brooq.enqueue_many('t.priv', array['{}']::jsonb[]) $$, '42501',
     'permission denied for function enqueue_many', 'worker: no enqueue_many');
@@ -202,6 +216,8 @@ select lives_ok($$ select brooq.purge() $$, 'admin: purge');
 select lives_ok($$ select * from brooq.topic_stats $$, 'admin: read topic_stats');
 select lives_ok($$ select brooq.alter_topic('t.priv.admin', max_attempts => 3) $$, 'admin: alter_topic');
 select is((select max_attempts from brooq.topics where name = 't.priv.admin'), 3, 'admin: read a topic''s settings in brooq.topics');
+select lives_ok($$ select brooq.declare_topic('t.priv.drop') $$, 'admin: declare a topic to drop');
+select is(brooq.drop_topic('t.priv.drop'), 0::bigint, 'admin: drop_topic');
 select throws_ok($$ select brooq._write_topic(null::brooq.topic) $$, '42501', 'permission denied for function _write_topic',
     'admin: no private _write_topic');
 select throws_ok($$ select * from brooq.job $$, '42501', 'permission denied for table job', 'admin: no select on job');

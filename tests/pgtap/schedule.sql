@@ -1,19 +1,24 @@
--- brooq.schedule, brooq.unschedule, brooq._schedule_tick and the view
--- brooq.schedules: structure, the tick (one job per tick, also when a tick runs
--- twice; minute and N-second steps), registration with pg_cron (idempotent, run
--- as the owner, a qualified command), errors, the 55000 without pg_cron
--- (simulated by dropping pg_cron inside this rolled-back transaction), then
--- privileges under switched roles. Where pg_cron is not installed at all, the
--- pg_cron tests are skipped.
+-- brooq.schedule, brooq.unschedule, brooq._schedule_tick, brooq.tick_schedules and
+-- the view brooq.schedules: structure, the pg_cron tick (one job per tick, also when
+-- a tick runs twice; minute and N-second steps), the workers' tick (cron with
+-- seconds, catching up late ticks, one job for a long gap, SKIP LOCKED, a failing
+-- tick), the next tick of a cron schedule, registration with pg_cron (idempotent,
+-- run as the owner, a qualified command) and the choice of ticker, errors, the
+-- 55000 without pg_cron (simulated by dropping pg_cron inside this rolled-back
+-- transaction), then privileges under switched roles. Where pg_cron is not
+-- installed at all, the pg_cron tests are skipped.
 begin;
-select plan(37);
+select plan(85);
 
 -- Structure -------------------------------------------------------------------
 
-select has_function('brooq', 'schedule', array['text', 'text', 'text', 'jsonb', 'integer']);
-select function_returns('brooq', 'schedule', array['text', 'text', 'text', 'jsonb', 'integer'], 'bigint');
-select is_definer('brooq', 'schedule', array['text', 'text', 'text', 'jsonb', 'integer']);
+select has_function('brooq', 'schedule', array['text', 'text', 'text', 'jsonb', 'integer', 'text']);
+select function_returns('brooq', 'schedule', array['text', 'text', 'text', 'jsonb', 'integer', 'text'], 'bigint');
+select is_definer('brooq', 'schedule', array['text', 'text', 'text', 'jsonb', 'integer', 'text']);
 select has_function('brooq', 'unschedule', array['text']);
+select has_function('brooq', 'tick_schedules', array['integer']);
+select function_returns('brooq', 'tick_schedules', array['integer'], 'setof brooq.ticked_job');
+select is_definer('brooq', 'tick_schedules', array['integer']);
 select is_definer('brooq', 'unschedule', array['text']);
 select has_view('brooq', 'schedules', 'the view brooq.schedules');
 select has_table('brooq', 'schedule', 'the private table brooq.schedule');
@@ -27,11 +32,14 @@ select throws_ok($$ select brooq.unschedule('x') $$, '42501', 'permission denied
     'brooq_worker cannot unschedule');
 select lives_ok($$ select * from brooq.schedules $$, 'brooq_worker may read brooq.schedules');
 select throws_ok($$ select brooq._schedule_tick('x') $$, '42501', 'permission denied for function _schedule_tick',
-    'brooq_worker cannot tick');
+    'brooq_worker cannot run pg_cron''s tick');
+select lives_ok($$ select * from brooq.tick_schedules() $$, 'brooq_worker may tick the workers'' schedules');
 reset role;
 set local role brooq_producer;
 select throws_ok($$ select * from brooq.schedules $$, '42501', 'permission denied for view schedules',
     'brooq_producer may not read brooq.schedules');
+select throws_ok($$ select * from brooq.tick_schedules() $$, '42501', 'permission denied for function tick_schedules',
+    'brooq_producer may not tick');
 reset role;
 
 -- The tick ----------------------------------------------------------------------------
@@ -46,8 +54,8 @@ select is(brooq._schedule_tick_at(' 1 second ', '2030-01-01 03:00:19.9+00'), '20
 set local brooq.now = '2030-01-01 00:00:00+00';
 select lives_ok($$ select brooq.declare_topic('t.schedule') $$, 'declare the topic');
 -- the row alone (as brooq.schedule writes it), to tick without pg_cron
-insert into brooq.schedule (name, cron, topic, payload, priority, created_at, updated_at)
-values ('t-tick', '0 3 * * *', 't.schedule', '{"report": "daily"}', 7, now(), now());
+insert into brooq.schedule (name, cron, topic, payload, priority, created_at, updated_at, ticker)
+values ('t-tick', '0 3 * * *', 't.schedule', '{"report": "daily"}', 7, now(), now(), 'pg_cron');
 set local brooq.now = '2030-01-01 03:00:00.4+00';
 select brooq._schedule_tick('t-tick') as first \gset
 set local brooq.now = '2030-01-01 03:00:41+00';
@@ -64,6 +72,80 @@ select is((select count(*)::int from brooq.job where topic = 't.schedule'), 2, '
 select is(brooq._schedule_tick('gone'), null, 'a schedule that is gone enqueues nothing');
 select ok(brooq.unschedule('t-tick'), 'unschedule a schedule (without pg_cron job) returns true');
 select is(brooq.unschedule('t-tick'), false, 'and false once it is gone');
+
+
+-- The next tick of a schedule (UTC) ----------------------------------------------------
+
+select is(brooq._schedule_next('0 3 * * *', '2030-01-01 03:00:00+00'), '2030-01-02 03:00:00+00'::timestamptz,
+    'the next tick is strictly after the instant');
+select is(brooq._schedule_next('*/10 * * * * *', '2030-01-01 02:59:59.5+00'), '2030-01-01 03:00:00+00'::timestamptz,
+    'six fields: the first is the second');
+select is(brooq._schedule_next('15 seconds', '2030-01-01 03:00:15+00'), '2030-01-01 03:00:30+00'::timestamptz,
+    'N seconds: steps of N seconds since the epoch');
+select is(brooq._schedule_next('0 9 * * mon-fri', '2030-01-04 10:00:00+00'), '2030-01-07 09:00:00+00'::timestamptz,
+    'weekday names and ranges: Friday 10:00 -> Monday 09:00');
+select is(brooq._schedule_next('0 0 1 * 1', '2030-01-01 10:00:00+00'), '2030-01-07 00:00:00+00'::timestamptz,
+    'both days restricted: either matches (the first Monday before the 1st of February)');
+select is(brooq._schedule_next('0 0 * * 7', '2030-01-01 10:00:00+00'), '2030-01-06 00:00:00+00'::timestamptz,
+    '7 is Sunday');
+select is(brooq._schedule_next('5/15 * * * *', '2030-01-01 10:00:00+00'), '2030-01-01 10:05:00+00'::timestamptz,
+    'a/s: from a, every s');
+select is(brooq._schedule_next('@hourly', '2030-01-01 10:00:00+00'), '2030-01-01 11:00:00+00'::timestamptz,
+    '@hourly');
+select is(brooq._schedule_next('0 0 29 feb *', '2030-01-01 00:00:00+00'), '2032-02-29 00:00:00+00'::timestamptz,
+    '29 February: the next leap year');
+select is(brooq._schedule_next('0 0 30 2 *', '2030-01-01 00:00:00+00'), null, '30 February: never');
+
+-- The workers' tick ----------------------------------------------------------------------
+
+set local brooq.now = '2030-03-01 00:00:00+00';
+select is(brooq.schedule('t-sec', '*/2 * * * * *', 't.schedule', '{"s": 1}', 2, ticker => 'workers'), null,
+    'a schedule the workers tick: no pg_cron job');
+select results_eq($$ select ticker, next_tick_at from brooq.schedules where name = 't-sec' $$,
+    $$ values ('workers'::text, timestamptz '2030-03-01 00:00:02+00') $$, 'its ticker and the first tick it owes');
+select is((select count(*)::int from brooq.tick_schedules()), 0, 'nothing is due before its tick');
+set local brooq.now = '2030-03-01 00:00:06.3+00';
+select results_eq($$ select schedule, tick, created, error from brooq.tick_schedules() $$,
+    $$ values ('t-sec'::text, timestamptz '2030-03-01 00:00:02+00', true, null::text),
+              ('t-sec', '2030-03-01 00:00:04+00', true, null), ('t-sec', '2030-03-01 00:00:06+00', true, null) $$,
+    'a late call catches up each tick that came, oldest first');
+select is((select count(*)::int from brooq.tick_schedules()), 0, 'a second call at the same time: nothing more');
+select results_eq($$ select idempotency_key, payload, priority from brooq.job
+                      where idempotency_key like 'schedule:t-sec:%' order by id $$,
+    $$ values ('schedule:t-sec:2030-03-01T00:00:02Z'::text, '{"s": 1}'::jsonb, 2),
+              ('schedule:t-sec:2030-03-01T00:00:04Z', '{"s": 1}', 2), ('schedule:t-sec:2030-03-01T00:00:06Z', '{"s": 1}', 2) $$,
+    'one job per tick, keyed by the schedule and the tick, with its payload and priority');
+select results_eq($$ select next_tick_at, last_tick_at, last_job_state::text from brooq.schedules where name = 't-sec' $$,
+    $$ values (timestamptz '2030-03-01 00:00:08+00', timestamptz '2030-03-01 00:00:06+00', 'pending'::text) $$,
+    'brooq.schedules: the next tick owed, the last one enqueued');
+select is(brooq.schedule('t-sec', '*/2 * * * * *', 't.schedule', '{"s": 1}', 2, ticker => 'workers'), null,
+    'the same schedule again');
+select is((select next_tick_at from brooq.schedules where name = 't-sec'), '2030-03-01 00:00:08+00'::timestamptz,
+    'keeps the tick it owes');
+-- a long gap: one job for the first tick missed, then the first tick after now
+set local brooq.now = '2030-03-01 05:00:01+00';
+select results_eq($$ select schedule, tick from brooq.tick_schedules() $$,
+    $$ values ('t-sec'::text, timestamptz '2030-03-01 00:00:08+00') $$,
+    'after a gap of hours: one job, for the first tick missed');
+select is((select next_tick_at from brooq.schedules where name = 't-sec'), '2030-03-01 05:00:02+00'::timestamptz,
+    'and the ticks between are skipped');
+-- a tick whose enqueue fails: skipped, the error kept
+set local brooq.now = '2030-03-01 05:00:02+00';
+select lives_ok($$ select brooq.alter_topic('t.schedule', max_payload_bytes => 5) $$, 'the topic now refuses the payload');
+select results_eq($$ select schedule, tick, job_id, created, error from brooq.tick_schedules() $$,
+    $$ values ('t-sec'::text, timestamptz '2030-03-01 05:00:02+00', null::bigint, false,
+               '54000 payload of 8 bytes is larger than the 5 bytes allowed for topic "t.schedule"'::text) $$,
+    'a tick that cannot enqueue: its error in its row');
+select results_eq($$ select next_tick_at, last_tick_at, last_error from brooq.schedules where name = 't-sec' $$,
+    $$ values (timestamptz '2030-03-01 05:00:04+00', timestamptz '2030-03-01 00:00:08+00',
+               '54000 payload of 8 bytes is larger than the 5 bytes allowed for topic "t.schedule"'::text) $$,
+    'skipped, the error kept in brooq.schedules');
+select lives_ok($$ select brooq.alter_topic('t.schedule', max_payload_bytes => 1000) $$, 'the topic takes it again');
+set local brooq.now = '2030-03-01 05:00:04.1+00';
+select is((select count(*)::int from brooq.tick_schedules(max_ticks => 1) where created), 1, 'the next tick enqueues');
+select is((select last_error from brooq.schedules where name = 't-sec'), null, 'and clears the error');
+select is(brooq._schedule_tick('t-sec'), null, 'pg_cron''s tick leaves the workers'' schedule alone');
+select ok(brooq.unschedule('t-sec'), 'unschedule it');
 
 -- With pg_cron ----------------------------------------------------------------------------
 
@@ -84,23 +166,37 @@ select is(brooq.schedule('t-nightly', '30 4 * * *', 't.schedule', '{"n": 2}', pr
 select results_eq($$ select s.cron, s.payload, s.priority, c.schedule::text from brooq.schedules s, cron.job c
                       where s.name = 't-nightly' and c.jobname = 'brooq_schedule.t-nightly' $$,
     $$ values ('30 4 * * *'::text, '{"n": 2}'::jsonb, 3, '30 4 * * *'::text) $$, 'and updates it, here and in cron.job');
-select throws_ok($$ select brooq.schedule('t-bad', 'every tuesday', 't.schedule') $$, '22023',
+select throws_ok($$ select brooq.schedule('t-bad', 'every tuesday', 't.schedule', ticker => 'pg_cron') $$, '22023',
     'invalid schedule: every tuesday', 'a schedule pg_cron rejects is 22023');
 select is((select count(*)::int from brooq.schedules where name = 't-bad'), 0, 'and nothing is written');
+select is(brooq.schedule('t-nightly', '30 4 * * *', 't.schedule', ticker => 'workers'), null,
+    'the same schedule moved to the workers');
+select is((select count(*)::int from cron.job where jobname = 'brooq_schedule.t-nightly'), 0, 'its pg_cron job is gone');
+select results_eq($$ select ticker, next_tick_at is not null from brooq.schedules where name = 't-nightly' $$,
+    $$ values ('workers'::text, true) $$, 'and the workers owe its next tick');
+select is(brooq.schedule('t-seconds', '*/10 * * * * *', 't.schedule'), null,
+    'six fields, which pg_cron cannot run: the workers, by default');
+select is((select ticker from brooq.schedules where name = 't-seconds'), 'workers', 'brooq.schedules says so');
+select brooq.schedule('t-halfmin', '30 seconds', 't.schedule') as halfmin \gset
+select is((select ticker from brooq.schedules where name = 't-halfmin'),
+    (select case when string_to_array(split_part(extversion, '-', 1), '.')::int[] >= array[1, 5]
+                 then 'pg_cron' else 'workers' end from pg_extension where extname = 'pg_cron'),
+    '''30 seconds'': pg_cron from 1.5, the workers on pg_cron 1.4 (no seconds)');
 select ok(brooq.unschedule('t-nightly'), 'unschedule');
-select is((select count(*)::int from cron.job where jobname = 'brooq_schedule.t-nightly'), 0, 'the pg_cron job is gone');
 select lives_ok($$ drop extension pg_cron $$, 'drop pg_cron (inside the rolled-back transaction)');
 
 \else
 
-select skip('pg_cron is not installed in this database', 8);
+select skip('pg_cron is not installed in this database', 14);
 
 \endif
 
 -- Errors -------------------------------------------------------------------------------------
 
-select throws_ok($$ select brooq.schedule('t-x', '* * * * *', 't.schedule') $$, '55000',
-    'pg_cron is not installed in database "' || current_database() || '"', 'without pg_cron: 55000');
+select throws_ok($$ select brooq.schedule('t-x', '* * * * *', 't.schedule', ticker => 'pg_cron') $$, '55000',
+    'pg_cron is not installed in database "' || current_database() || '"', 'ticker pg_cron without pg_cron: 55000');
+select is(brooq.schedule('t-auto', '* * * * *', 't.schedule'), null, 'without pg_cron the workers tick it: no pg_cron job');
+select is((select ticker from brooq.schedules where name = 't-auto'), 'workers', 'and brooq.schedules says so');
 select throws_ok($$ select brooq.schedule('Bad Name', '* * * * *', 't.schedule') $$, '22023',
     'invalid schedule name "Bad Name"', 'a bad name is 22023');
 select throws_ok($$ select brooq.schedule('t-x', '* * * * *', 't.nope') $$, '42704',
@@ -109,6 +205,20 @@ select throws_ok($$ select brooq.schedule('t-x', null, 't.schedule') $$, '22004'
     'brooq.schedule: name, cron, topic, payload and priority must not be NULL', 'a NULL schedule is 22004');
 select throws_ok(format($$ select brooq.schedule('t-x', %L, 't.schedule') $$, repeat('* ', 60)), '22023',
     'invalid schedule "' || left(repeat('* ', 60), 40) || '...": longer than 100 characters', 'an overlong schedule is 22023');
+select throws_ok($$ select brooq.schedule('t-x', '* * * * *', 't.schedule', ticker => 'cron') $$, '22023',
+    'invalid ticker "cron"', 'an unknown ticker is 22023');
+select throws_ok($$ select brooq.schedule('t-x', 'every tuesday', 't.schedule', ticker => 'workers') $$, '22023',
+    'invalid schedule "every tuesday": 2 fields', 'a schedule the workers cannot read is 22023');
+select throws_ok($$ select brooq.schedule('t-x', '0 0 30 2 *', 't.schedule', ticker => 'workers') $$, '22023',
+    'invalid schedule "0 0 30 2 *": it never fires', 'a schedule that never fires is 22023');
+select throws_ok($$ select brooq.schedule('t-x', '61 * * * *', 't.schedule', ticker => 'workers') $$, '22023',
+    'invalid schedule: "61" is not a minute field (0 to 59)', 'a field out of range is 22023');
+select throws_ok($$ select brooq.schedule('t-x', '90 seconds', 't.schedule', ticker => 'workers') $$, '22023',
+    'invalid schedule "90 seconds": a step of 1 to 59 seconds', 'a step over 59 seconds is 22023');
+select throws_ok($$ select * from brooq.tick_schedules(0) $$, '22023',
+    'max_ticks must be between 1 and 10000, not 0', 'max_ticks 0 is 22023');
+select throws_ok($$ select * from brooq.tick_schedules(null) $$, '22004',
+    'brooq.tick_schedules: max_ticks must not be NULL', 'max_ticks NULL is 22004');
 
 select * from finish();
 rollback;

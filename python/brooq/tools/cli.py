@@ -30,6 +30,7 @@ from brooq.messages import _, _n
 from brooq.producer import JobFate
 from brooq.redact import one_line, remember
 from brooq.rows import TopicStats
+from brooq.schema_check import SchemaMismatch, check_schema
 from brooq.settings import Topic
 from brooq.states import HELD_BY, STATES, TERMINAL, WAITING
 from brooq.tools import queries as tool_queries
@@ -79,6 +80,34 @@ def connect(args: argparse.Namespace) -> Connection:
         raise Failure(_("cli.cannot_connect", reason=message)) from exc
     except psycopg.ProgrammingError as exc:
         raise Failure(_("cli.invalid_dsn", reason=one_line(exc))) from exc
+
+
+# A column, function or table the command needs is missing: the database may hold a
+# schema older than this package (brooq deploy upgrades it).
+MISSING_SQLSTATES = frozenset({"42703", "42883", "42P01"})
+
+
+def schema_mismatch(args: argparse.Namespace, exc: BaseException) -> SchemaMismatch | None:
+    """Why a command met a missing column, function or table, when the reason is the
+    schema's version: the SchemaMismatch the worker raises at start (an older schema:
+    run brooq deploy), else None (the error stands as it is: no schema at all already
+    says to deploy one)."""
+    if getattr(exc, "sqlstate", None) not in MISSING_SQLSTATES:
+        return None
+    dsn = getattr(args, "dsn", None) or os.environ.get("BROOQ_DSN")
+    if not dsn:
+        return None
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            check_schema(conn, __version__)
+    except SchemaMismatch as mismatch:
+        if mismatch.sqlstate is not None:  # no schema brooq, or none with brooq.version()
+            return None
+        mismatch.__context__ = None  # its own line, not the error it explains
+        return mismatch
+    except (psycopg.Error, BrooqError):
+        return None
+    return None
 
 
 # --- commands ---------------------------------------------------------------------
@@ -264,14 +293,17 @@ class Schedule:
 
     name: str
     cron: str
+    ticker: str
     topic: str
     payload: Any
     priority: int
     created_at: datetime
     updated_at: datetime
+    next_tick_at: datetime | None
     last_tick_at: datetime | None
     last_job_id: int | None
     last_job_state: str | None
+    last_error: str | None
 
 
 def cmd_schedule(args: argparse.Namespace, out: TextIO) -> int:
@@ -285,20 +317,35 @@ def cmd_schedule(args: argparse.Namespace, out: TextIO) -> int:
         elif not rows:
             out.write(_("cli.no_schedules") + "\n")
         else:
-            table = [[r.name, r.cron, r.topic, json.dumps(r.payload, separators=(",", ":"))[:60], r.priority,
+            table = [[r.name, r.cron, r.ticker, r.topic, json.dumps(r.payload, separators=(",", ":"))[:60],
+                      r.priority, format_time(r.next_tick_at) if r.next_tick_at else "-",
                       format_time(r.last_tick_at) if r.last_tick_at else "-",
                       f"{r.last_job_id} ({r.last_job_state or _('cli.purged')})" if r.last_job_id else "-"]
                      for r in rows]
-            out.write(format_table(headings("name", "cron", "topic", "payload", "priority",
-                                            "last_tick", "last_job"), table) + "\n")
+            out.write(format_table(headings("name", "cron", "ticker", "topic", "payload", "priority",
+                                            "next_tick", "last_tick", "last_job"), table) + "\n")
+            for r in rows:
+                if r.last_error:
+                    out.write(_("cli.schedule_error", name=r.name, error=r.last_error) + "\n")
         return 0
     if not (args.name and args.cron and args.topic):
         raise UsageError(_("cli.schedule_usage"))
     payload = parse_payload(args.payload if args.payload is not None else "{}")
     with connect(args) as conn:
-        jobid = admin.schedule(conn, args.name, args.cron, args.topic, payload, priority=args.priority)
-    out.write(_("cli.scheduled", name=args.name, cron=args.cron, topic=args.topic, jobid=jobid)
-              + "\n")
+        jobid = admin.schedule(conn, args.name, args.cron, args.topic, payload, priority=args.priority,
+                               ticker=args.ticker)
+    key = "cli.scheduled_workers" if jobid is None else "cli.scheduled"
+    out.write(_(key, name=args.name, cron=args.cron, topic=args.topic, jobid=jobid) + "\n")
+    return 0
+
+
+def cmd_drop_topic(args: argparse.Namespace, out: TextIO) -> int:
+    with connect(args) as conn:
+        deleted = admin.drop_topic(conn, args.name, force=args.force)
+    if args.force:
+        out.write(_n("cli.dropped_topic_jobs", deleted, topic=args.name) + "\n")
+    else:
+        out.write(_("cli.dropped_topic", topic=args.name) + "\n")
     return 0
 
 
@@ -485,7 +532,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
-    from brooq.tools.processes import run_processes, watch_parent
+    from brooq.tools.processes import progress_label, run_processes, watch_parent
     from brooq.tools.progress import LogToProgress, Progress
 
     if args.processes > 1:  # a supervisor of N `brooq worker` children (brooq.tools.processes)
@@ -511,7 +558,7 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     watch_parent(worker.stop)  # a child of --processes stops when its parent is gone
     mode = args.progress
     live = {"auto": None, "live": True, "log": False, "off": False}[mode]
-    progress = Progress(worker.snapshot, sys.stderr, live=live)
+    progress = Progress(worker.snapshot, sys.stderr, live=live, prefix=progress_label())
     # Log lines above the live line (through the progress display), or plain on stderr.
     handler: logging.Handler = (LogToProgress(progress) if progress.live and mode != "off"
                                 else logging.StreamHandler(sys.stderr))
@@ -737,7 +784,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("jobs", parents=[dsn, as_json],
                        help=_("help.jobs"))
-    p.add_argument("--topic", help=_("help.jobs.topic"))
+    p.add_argument("--topic", action="append", help=_("help.jobs.topic"))
     p.add_argument("--state", action="append", choices=STATES,
                    help=_("help.jobs.state"))
     p.add_argument("--limit", type=job_limit, default=50, help=_("help.jobs.limit"))
@@ -754,6 +801,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("topic", nargs="?", metavar="TOPIC", help=_("help.schedule.topic"))
     p.add_argument("payload", nargs="?", metavar="JSON", help=_("help.schedule.payload"))
     p.add_argument("--priority", type=int, default=0, help=_("help.schedule.priority"))
+    p.add_argument("--ticker", choices=("pg_cron", "workers"), help=_("help.schedule.ticker"))
     p.add_argument("--list", action="store_true", help=_("help.schedule.list"))
     p.set_defaults(func=cmd_schedule, parser=p)
 
@@ -787,6 +835,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=_("help.flush.completed"))
     p.add_argument("--yes", action="store_true", help=_("help.flush.yes"))
     p.set_defaults(func=cmd_flush, parser=p)
+
+    p = sub.add_parser("drop-topic", parents=[dsn], help=_("help.drop_topic"))
+    p.add_argument("name")
+    p.add_argument("--force", action="store_true", help=_("help.drop_topic.force"))
+    p.set_defaults(func=cmd_drop_topic, parser=p)
 
     p = sub.add_parser("declare-topic", parents=[dsn], help=_("help.declare_topic"),
                        description=_("help.declare_topic.description"))
@@ -870,7 +923,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         sys.stderr.write(_("cli.invalid_config", problems="; ".join(exc.problems)) + "\n")
         return 1
     except (psycopg.Error, BrooqError) as exc:
-        sys.stderr.write(_("cli.error", reason=describe(exc)) + "\n")
+        explained = schema_mismatch(args, exc)
+        sys.stderr.write(_("cli.error", reason=describe(explained or exc)) + "\n")
         return 1
     except KeyboardInterrupt:
         sys.stderr.write(_("cli.interrupted") + "\n")

@@ -5,12 +5,18 @@ initdb in a temporary directory, a free port on 127.0.0.1, pg_cron preloaded whe
 is installed, trust auth for the superuser `postgres` (local connections only), and
 everything removed on stop. initdb and postgres refuse to run as root, so as root they
 run as the unprivileged user `postgres`.
+
+A cluster can also start as a streaming standby of another (``start_standby``:
+pg_basebackup -R), be promoted (``promote``), and die as its machine would (``kill``:
+SIGKILL to the postmaster and every process it started): the failover tests' primary
+and standby (tests/chaos/failover.py).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -54,6 +60,15 @@ def has_pg_cron(bin_dir: Path) -> bool:
     )
 
 
+def _parent_pid(stat: Path) -> int | None:
+    """The parent's pid in /proc/<pid>/stat (None: the process is gone)."""
+    try:
+        text = stat.read_text()
+    except OSError:
+        return None
+    return int(text.rsplit(")", 1)[1].split()[1])  # after "pid (comm) state"
+
+
 class Cluster:
     """One PostgreSQL server in a temporary directory. Use as a context manager."""
 
@@ -75,6 +90,7 @@ class Cluster:
             self.settings |= {"shared_preload_libraries": "pg_cron", "cron.database_name": "postgres"}
         self.settings |= dict(settings or {})
         self._as_postgres = os.geteuid() == 0
+        self.killed = False  # kill() ran: no server to stop, and never one to start again
 
     @property
     def dsn(self) -> str:
@@ -98,6 +114,44 @@ class Cluster:
             conf.writelines(f"{key} = '{value}'\n" for key, value in self.settings.items())
         self.pg_ctl("start", "-w", "-t", "60", "-l", str(self.log))
         return self
+
+    def start_standby(self, primary: Cluster) -> Self:
+        """Start as a streaming standby of ``primary``: pg_basebackup -R (primary_conninfo
+        and standby.signal written) through a replication slot named after this port, then
+        this cluster's settings over the primary's copied ones (its port, its socket
+        directory, and synchronous_standby_names off: a standby promoted alone must not
+        wait for a standby of its own)."""
+        if self._as_postgres:
+            shutil.chown(self.root, "postgres")
+        self._run(str(self.bin / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port),
+                  "-U", "postgres", "-D", str(self.data), "-R", "-X", "stream", "-c", "fast",
+                  "-C", "-S", f"standby_{self.port}", "--no-sync")
+        settings = self.settings | {"synchronous_standby_names": ""}
+        with open(self.data / "postgresql.auto.conf", "a") as conf:  # the last setting wins
+            conf.writelines(f"{key} = '{value}'\n" for key, value in settings.items())
+        self.pg_ctl("start", "-w", "-t", "60", "-l", str(self.log))
+        return self
+
+    def promote(self) -> None:
+        """Promote this standby to a primary and wait until it accepts writes."""
+        self.pg_ctl("promote", "-w", "-t", "60")
+
+    def kill(self) -> None:
+        """Kill the server as a crash of its machine would: SIGSTOP to the postmaster and
+        every process it started, then SIGKILL to all (no backend says goodbye to its
+        client, none is left running). The cluster is never started again (``stop`` only
+        removes it)."""
+        pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, signal.SIGSTOP)
+        victims = [pid, *(int(stat.parent.name) for stat in Path("/proc").glob("[0-9]*/stat")
+                          if _parent_pid(stat) == pid)]
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for victim in victims:
+                try:
+                    os.kill(victim, sig)
+                except ProcessLookupError:
+                    pass
+        self.killed = True
 
     @property
     def log(self) -> Path:
@@ -124,7 +178,7 @@ class Cluster:
 
     def stop(self) -> None:
         try:
-            if (self.data / "postmaster.pid").exists():
+            if (self.data / "postmaster.pid").exists() and not self.killed:
                 self.pg_ctl("stop", "-m", "immediate", "-w")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)

@@ -1,6 +1,6 @@
 """`brooq dashboard`: a web page over the queue (docs/dashboard.md).
 
-Starlette and Uvicorn (the optional extra brooq[dashboard]), pages rendered on the
+Starlette and Uvicorn (the optional extra dashboard, brooq.extras), pages rendered on the
 server (brooq.tools.dashboard_html), no JavaScript. It reads the views
 brooq.topic_stats, brooq.in_flight and brooq.jobs; its actions (cancel, re-drive,
 pause and resume a topic) call the brooq functions and need brooq_admin in the
@@ -42,8 +42,10 @@ import psycopg
 import psycopg.errors
 from psycopg.rows import class_row
 
-from brooq import config, producer, queries
-from brooq.errors import ADMIN, BrooqError, PermissionDenied, mapped
+from brooq import admin, config, producer, queries
+from brooq.errors import ADMIN, BrooqError, PermissionDenied, UnknownTopic, mapped
+from brooq.extras import install_hint
+from brooq.lifecycle import stop_signals
 from brooq.messages import _
 from brooq.redact import one_line
 from brooq.rows import TopicStats
@@ -62,7 +64,7 @@ try:
 except ImportError:  # pragma: no cover - the extra is not installed
     Starlette = None  # type: ignore[assignment,misc]
 
-HINT = "install the dashboard extra: pip install 'brooq[dashboard]'"
+HINT = "install the extra dashboard: " + install_hint("dashboard")
 COOKIE = "brooq_session"
 SESSION_SECONDS = 8 * 3600
 MIN_TOKEN = 16  # characters: `python -c 'import secrets; print(secrets.token_urlsafe(32))'`
@@ -72,7 +74,7 @@ MAX_FORM = 4096  # bytes of a form (an action's form is a few dozen)
 
 # The actions' flashes: what the page says after one (catalogue keys dash.flash.<name>).
 FLASH = ("canceled", "not-canceled", "retried", "not-retried", "paused", "not-paused",
-         "resumed", "not-resumed", "login", "logout")
+         "resumed", "not-resumed", "retried-dead", "not-retried-dead", "login", "logout")
 
 
 class Throughput(NamedTuple):
@@ -197,6 +199,15 @@ def local_path(target: str) -> bool:
 def safe_next(target: str | None, default: str) -> str:
     """A path of this dashboard to go back to (never another site: no //host, no scheme)."""
     return target if target is not None and local_path(target) else default
+
+
+def without_flash(path: str) -> str:
+    """``path`` (a safe_next) without its ?did=: where a page refreshes to, so that a
+    flash is shown once."""
+    base, _sep, query = path.partition("#")[0].partition("?")
+    pairs = [(k, v) for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True) if k != "did"]
+    location = f"{base}?{urllib.parse.urlencode(pairs)}" if pairs else base
+    return location if local_path(location) else "/"
 
 
 def with_flash(path: str, flash: str) -> str:
@@ -354,6 +365,15 @@ class Database:
                 {"topic": topic, "states": list(states), "limit": LIST_LIMIT}).fetchall()
         return jobs, topics
 
+    def find(self, text: str) -> list[JobLine]:
+        """The job whose id is ``text``, and the jobs whose idempotency key it is."""
+        job_id = int(text) if text.isdigit() and int(text) < 2**63 else None
+        with self.connect() as conn:
+            topics = [s.topic for s in producer.topic_stats(conn)]
+            return conn.cursor(row_factory=class_row(JobLine)).execute(
+                tool_queries.DASHBOARD_FIND,
+                {"id": job_id, "topics": topics, "key": text, "limit": LIST_LIMIT}).fetchall()
+
     def job(self, job_id: int) -> Job | None:
         with self.connect() as conn:
             return conn.cursor(row_factory=class_row(Job)).execute(
@@ -364,6 +384,8 @@ class Database:
         with self.connect() as conn:
             if action == "cancel":
                 return producer.cancel(conn, int(target))
+            if action == "retry-dead":  # the topic's dead jobs, oldest first, 1000 at most
+                return admin.retry_dead(conn, str(target)) > 0
             with mapped(ADMIN, conn):
                 query = {"retry": queries.RETRY, "pause": queries.PAUSE_TOPIC,
                          "resume": queries.RESUME_TOPIC}[action]
@@ -402,13 +424,14 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
     def respond(request: Request, body: str, status: int = 200) -> HTMLResponse:
         return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
 
-    def view(request: Request) -> html.View:
+    def view(request: Request, found: str = "") -> html.View:
         session = auth.session(request)
+        here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return html.View(
             admin=session is not None, csrf=auth.csrf(session) if session else "",
-            can_log_in=token is not None, path=request.url.path,
-            here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
-            flash=flash_text(request.query_params.get("did", "")))
+            can_log_in=token is not None, path=request.url.path, here=here,
+            flash=flash_text(request.query_params.get("did", "")),
+            again=without_flash(safe_next(here, "/")), found=found)
 
     def failed(request: Request, exc: Exception, acting: bool = False) -> HTMLResponse:
         if isinstance(exc, PermissionDenied | psycopg.errors.InsufficientPrivilege):
@@ -433,6 +456,10 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
             return failed(request, exc)
         return respond(request, html.in_flight(view(request), rows))
 
+    def no_topic(request: Request, topic: str) -> HTMLResponse:
+        return respond(request, html.message(
+            view(request), _("dash.topic_not_found", topic=topic[:100]), _("dash.no_such_topic")), 404)
+
     async def jobs(request: Request) -> Response:
         topic = request.query_params.get("topic") or None
         state = request.query_params.get("state", "")
@@ -443,6 +470,8 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
             rows, names = await run_in_threadpool(db.jobs, topic, JOB_STATES[state])
         except (psycopg.Error, BrooqError) as exc:
             return failed(request, exc)
+        if topic is not None and topic not in names and not rows:
+            return no_topic(request, topic)
         return respond(request, html.jobs(view(request), rows, names, topic, state))
 
     async def job(request: Request) -> Response:
@@ -455,6 +484,24 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
             return respond(request, html.message(
                 view(request), _("dash.job_not_found", id=job_id), _("dash.no_such_job")), 404)
         return respond(request, html.job(view(request), fate))
+
+    async def find(request: Request) -> Response:
+        text = request.query_params.get("q", "").strip()
+        if not text:
+            return RedirectResponse("/jobs", status_code=303)
+        if len(text) > html.MAX_FIND:
+            return respond(request, html.message(view(request), _("dash.find_too_long_title"),
+                                                 _("dash.find_too_long", limit=html.MAX_FIND)), 400)
+        try:
+            rows = await run_in_threadpool(db.find, text)
+        except (psycopg.Error, BrooqError) as exc:
+            return failed(request, exc)
+        if len(rows) == 1:
+            return RedirectResponse(f"/jobs/{rows[0].id}", status_code=303)
+        if not rows:
+            return respond(request, html.message(view(request, text), _("dash.nothing_found_title", text=text),
+                                                 _("dash.nothing_found")), 404)
+        return respond(request, html.found(view(request, text), rows, text))
 
     async def form(request: Request) -> dict[str, str]:
         body = await request.body()
@@ -481,10 +528,12 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
             target = target_of(request)
             try:
                 changed = await run_in_threadpool(db.act, name, target)
+            except UnknownTopic:  # 42704: pause or resume of a topic never declared
+                return no_topic(request, str(target))
             except (psycopg.Error, BrooqError) as exc:
                 return failed(request, exc, acting=True)
             done = {"cancel": "canceled", "retry": "retried", "pause": "paused",
-                    "resume": "resumed"}[name]
+                    "resume": "resumed", "retry-dead": "retried-dead"}[name]
             flash = done if changed else f"not-{done}"
             to = safe_next(fields.get("next"), back(target))
             return RedirectResponse(with_flash(to, flash), status_code=303)
@@ -544,6 +593,11 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
               methods=["POST"]),
         Route("/topics/{topic}/resume", action("resume", topic_target, lambda _: "/"),
               methods=["POST"]),
+        Route("/topics/{topic}/retry-dead",
+              action("retry-dead", topic_target,
+                     lambda name: f"/jobs?{urllib.parse.urlencode({'topic': name, 'state': 'dead'})}"),
+              methods=["POST"]),
+        Route("/find", find),
         Route("/login", login_page, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
@@ -576,4 +630,9 @@ def serve(dsn: str, token: str | None, host: str, port: int, allowed: Sequence[s
     announce(_("dash.serving", host=shown, port=bound, mode=mode))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            lifespan="off", server_header=False))
-    server.run(sockets=[sock])
+    # SIGTERM or SIGINT is a clean stop: uvicorn takes both while it serves, and gives
+    # back the handlers it found when it stops, raising each signal it caught again: here
+    # they ask it to stop (a signal before it took them too), so the command exits 0,
+    # not 143 as killed by the signal.
+    with stop_signals(lambda: setattr(server, "should_exit", True)):
+        server.run(sockets=[sock])

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from brooq.messages import _, language_tag, template
+from brooq.messages import _, _n, language_tag, template
 from brooq.rows import TopicStats
-from brooq.states import CANCELABLE, REDRIVABLE, WAITING, JobState
+from brooq.states import CANCELABLE, REDRIVABLE, TERMINAL, WAITING, JobState
 from brooq.tools.text import format_duration
 
 MAX_SHOWN = 65536  # characters of a payload, result or error on a page
@@ -90,6 +90,8 @@ class View:
     path: str  # the page's path (the active tab)
     here: str  # path and query: where an action comes back to
     flash: str = ""
+    again: str = ""  # where the page refreshes to (here without its flash)
+    found: str = ""  # the search box's text
 
 
 def esc(value: Any) -> str:
@@ -125,7 +127,7 @@ def pretty(stored: str, length: int) -> str:
             pass
         length = len(text)
     if length > MAX_SHOWN:
-        text = text[:MAX_SHOWN] + "\n" + _("dash.more_characters", count=length - MAX_SHOWN)
+        text = text[:MAX_SHOWN] + "\n" + _n("dash.more_characters", length - MAX_SHOWN)
     return f"<pre>{esc(text)}</pre>"
 
 
@@ -195,12 +197,21 @@ svg.chart line { stroke:var(--line); }
 .login { max-width:420px; background:var(--card); border:1px solid var(--line); padding:18px; }
 .login input { width:100%; padding:6px; font:inherit; margin:6px 0 12px; }
 .error { color:#9b1c1c; }
+header form.find { display:flex; gap:6px; }
+header form.find input { font:inherit; font-size:13px; padding:3px 8px; width:220px; border:1px solid #56657a;
+                         border-radius:4px; background:#223044; color:#fff; }
+header form.find button { color:#fff; }
 """
+
+REFRESH_SECONDS = 5  # the read pages reload themselves (no script: a meta refresh)
+MAX_FIND = 200  # characters of a search: an id, or an idempotency key
 
 TABS = (("/", "dash.tab.topics"), ("/in-flight", "dash.tab.in_flight"), ("/jobs", "dash.tab.jobs"))
 
 
-def page(view: View, title: str, body: str) -> str:
+def page(view: View, title: str, body: str, *, refresh: bool = False) -> str:
+    """A whole page; ``refresh``: it reloads itself every REFRESH_SECONDS (a page of
+    what the queue holds, not a form nor a refusal)."""
     nav = "".join(f'<a href="{href}"{" class=on" if _active(view.path, href) else ""}>{t(key)}</a>'
                   for href, key in TABS)
     if view.admin:
@@ -212,10 +223,16 @@ def page(view: View, title: str, body: str) -> str:
     else:
         who = f'<span title="{t("dash.no_token")}">{t("dash.read_only")}</span>'
     flash = f'<div class="flash" id="flash">{esc(view.flash)}</div>' if view.flash else ""
+    again = (f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}; url={esc(view.again)}">'
+             if refresh and view.again else "")
+    find = (f'<form class="find" method="get" action="/find" role="search">'
+            f'<input type="search" name="q" id="find" maxlength="{MAX_FIND}" value="{esc(view.found)}" '
+            f'placeholder="{t("dash.find_placeholder")}" aria-label="{t("dash.find_placeholder")}">'
+            f'<button type="submit" id="find-go">{t("dash.find")}</button></form>')
     return (f'<!doctype html><html lang="{esc(language_tag())}"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">{again}'
             f"<title>{esc(title)} · brooq</title><style>{STYLE}</style></head><body>"
-            f'<header><span class="brand">brooq</span><nav>{nav}</nav><div class="who">{who}</div></header>'
+            f'<header><span class="brand">brooq</span><nav>{nav}</nav>{find}<div class="who">{who}</div></header>'
             f"<main>{flash}<h1>{esc(title)}</h1>{body}</main></body></html>")
 
 
@@ -282,14 +299,14 @@ def topics(view: View, stats: Sequence[TopicStats], series: dict[str, list[tuple
                     "dash.col.failed_to_retry", "dash.col.in_flight", "dash.col.lease_expired",
                     "dash.col.oldest_ready", "dash.col.finished_per_minute",
                     "dash.col.avg_per_minute", "dash.col.dead_15")
-    note = f'<p class="muted">{t("dash.topics_note")}</p>'
-    return page(view, title, f"<table>{head}{''.join(rows)}</table>{note}")
+    note = f'<p class="muted">{t("dash.topics_note", seconds=REFRESH_SECONDS)}</p>'
+    return page(view, title, f"<table>{head}{''.join(rows)}</table>{note}", refresh=True)
 
 
 def in_flight(view: View, rows: Sequence[InFlight]) -> str:
     title = _("dash.tab.in_flight")
     if not rows:
-        return page(view, title, f'<p class="muted">{t("dash.nothing_in_flight")}</p>')
+        return page(view, title, f'<p class="muted">{t("dash.nothing_in_flight")}</p>', refresh=True)
     body = []
     for r in rows:
         lease = badge("expired", _("dash.expired")) if r.expired else age(r.lease_left)
@@ -302,7 +319,7 @@ def in_flight(view: View, rows: Sequence[InFlight]) -> str:
     head = headings("dash.col.job", "dash.col.topic", "dash.col.attempt", "dash.col.held_by",
                     "dash.col.claimed", "dash.col.for", "dash.col.lease_left", "dash.col.progress", "")
     return page(view, title, f"<table>{head}{''.join(body)}</table>"
-                             f'<p class="muted">{t("dash.in_flight_note")}</p>')
+                             f'<p class="muted">{t("dash.in_flight_note")}</p>', refresh=True)
 
 
 def jobs(view: View, rows: Sequence[JobLine], topic_names: Iterable[str], topic: str | None,
@@ -318,7 +335,21 @@ def jobs(view: View, rows: Sequence[JobLine], topic_names: Iterable[str], topic:
                f'<label>{t("dash.filter.state")} <select name="state" id="state">{"".join(states)}</select></label>'
                f'<button type="submit" id="filter">{t("dash.show")}</button></form>')
     if not rows:
-        return page(view, title, filters + f'<p class="muted">{t("dash.no_job_matches")}</p>')
+        return page(view, title, filters + f'<p class="muted">{t("dash.no_job_matches")}</p>', refresh=True)
+    if topic is not None and any(j.state == "dead" for j in rows):
+        filters += ('<p class="actions">' + action(view, f"/topics/{q(topic)}/retry-dead",
+                                                   _("dash.redrive_all_dead", topic=topic), "go", "retry-dead")
+                    + "</p>")
+    return page(view, title, filters + job_table(view, rows)
+                + f'<p class="muted">{t("dash.jobs_note")}</p>', refresh=True)
+
+
+def found(view: View, rows: Sequence[JobLine], text: str) -> str:
+    """The jobs a search found (an id, or an idempotency key in several topics)."""
+    return page(view, _("dash.found_title", text=text), job_table(view, rows))
+
+
+def job_table(view: View, rows: Sequence[JobLine]) -> str:
     body = []
     for j in rows:
         act = (action(view, f"/jobs/{j.id}/retry", _("dash.redrive"), "go") if j.state in REDRIVABLE
@@ -329,8 +360,7 @@ def jobs(view: View, rows: Sequence[JobLine], topic_names: Iterable[str], topic:
                     f'<td class="err">{esc((j.last_error or "-")[:400])}</td><td>{act}</td></tr>')
     head = headings("dash.col.job", "dash.col.topic", "dash.col.state", "dash.col.attempts",
                     "dash.col.since", "dash.col.last_error", "")
-    return page(view, title, f"{filters}<table>{head}{''.join(body)}</table>"
-                             f'<p class="muted">{t("dash.jobs_note")}</p>')
+    return f"<table>{head}{''.join(body)}</table>"
 
 
 def job(view: View, j: Job) -> str:
@@ -361,7 +391,8 @@ def job(view: View, j: Job) -> str:
         parts.append(f'<h2>{t("dash.result")}</h2>{pretty(j.result, j.result_length)}')
     if j.progress is not None and j.progress_length is not None:
         parts.append(f'<h2>{t("dash.progress")}</h2>{pretty(j.progress, j.progress_length)}')
-    return page(view, _("dash.job_title", id=j.id), "".join(parts))
+    # a finished job changes no more (unless re-driven): its page holds still to be read
+    return page(view, _("dash.job_title", id=j.id), "".join(parts), refresh=j.state not in TERMINAL)
 
 
 def login(view: View, error: str, next_path: str | None) -> str:

@@ -32,7 +32,7 @@ import psycopg
 from psycopg.rows import class_row, scalar_row
 
 import brooq
-from brooq.messages import _
+from brooq.messages import _, _n
 from brooq.snapshot import WorkerSnapshot
 from brooq.states import CANCELABLE, TERMINAL
 from brooq.tools import queries
@@ -327,9 +327,9 @@ class Demo:
         if left == 0:
             self.out.write(_("demo.all_terminal", seconds=elapsed) + "\n")
         elif self.timed_out:
-            self.out.write(_("demo.timeout", left=left, timeout=self.timeout) + "\n")
+            self.out.write(_n("demo.timeout", left, timeout=self.timeout) + "\n")
         else:
-            self.out.write(_("demo.interrupted", seconds=elapsed, left=left) + "\n")
+            self.out.write(_n("demo.interrupted", left, seconds=elapsed) + "\n")
         self.interrupted = left > 0 and not self.timed_out
         snap = worker.snapshot()
         return self.report(ids, snap, elapsed)
@@ -361,8 +361,8 @@ class Demo:
         if extra is not None:
             delayed_after, vip_rank, email_done = extra.delayed_after, extra.vip_rank, extra.email_done
             if delayed_after is not None:
-                self.out.write(_("demo.delayed", count=len(self.plan_ids("delayed")),
-                                 delay=_interval(DELAY), seconds=delayed_after) + "\n")
+                self.out.write(_n("demo.delayed", len(self.plan_ids("delayed")),
+                                  delay=_interval(DELAY), seconds=delayed_after) + "\n")
             if vip_rank is not None:
                 self.out.write(_("demo.priority", count=len(self.plan_ids("vip")), rank=vip_rank,
                                  done=email_done) + "\n")

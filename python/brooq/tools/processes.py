@@ -41,11 +41,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from brooq.lifecycle import stop_signals
-from brooq.messages import _
+from brooq.messages import _, _n
 
 log = logging.getLogger("brooq.processes")
 
 PIPE_VARIABLE = "BROOQ_PARENT_PIPE"  # set in a child's environment: stop when stdin closes
+INDEX_VARIABLE = "BROOQ_PROCESS_INDEX"  # and its number, 1..N: the label of its progress lines
 RESTART_MIN = 1.0
 RESTART_MAX = 30.0
 STABLE_AFTER = 60.0  # a child that lived this long restarts after RESTART_MIN again
@@ -92,7 +93,7 @@ class Child:
         self.restart_at: float | None = None
 
     def start(self) -> None:
-        env = dict(os.environ, **{PIPE_VARIABLE: "1"})
+        env = dict(os.environ, **{PIPE_VARIABLE: "1", INDEX_VARIABLE: str(self.index)})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "brooq.tools", *self.argv], stdin=subprocess.PIPE, env=env,
             start_new_session=True)  # a group of its own: a terminal's Ctrl-C reaches it once, from us
@@ -135,7 +136,7 @@ class Supervisor:
             with stop_signals(self._on_signal):
                 for child in self.children:
                     child.start()
-                log.info(_("processes.running", count=len(self.children)))
+                log.info(_n("processes.running", len(self.children)))
                 while self._turn(time.monotonic()):
                     time.sleep(POLL)
         finally:
@@ -147,7 +148,7 @@ class Supervisor:
 
     def stop(self, why: str) -> None:
         if not self.stopping:
-            log.info(_("processes.stopping", count=self.alive(), why=why))
+            log.info(_n("processes.stopping", self.alive(), why=why))
         self.stopping = True
 
     def alive(self) -> int:
@@ -217,6 +218,13 @@ class Supervisor:
 def run_processes(argv: Sequence[str], processes: int) -> int:
     """Run `brooq worker` ``processes`` times under one supervisor; its exit status."""
     return Supervisor(argv, processes).run()
+
+
+def progress_label() -> str:
+    """In a child of run_processes: the label of its progress lines ("worker process 2: "),
+    so that N children's lines in one log tell apart; else ""."""
+    index = os.environ.pop(INDEX_VARIABLE, "")
+    return _("progress.process", index=index) if index.isdigit() else ""
 
 
 def watch_parent(stop: Callable[[], None]) -> None:

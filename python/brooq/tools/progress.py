@@ -66,8 +66,9 @@ class Reading:
     peak: float  # highest rate seen so far
 
 
-def format_line(r: Reading) -> str:
-    """The progress line: `1234 jobs/s | done 900 | failed 12 | dead 3 | ...`."""
+def format_line(r: Reading, *, final: bool = False) -> str:
+    """The progress line: `1234 jobs/s | done 900 | failed 12 | dead 3 | ...`; `final`:
+    the line shown once the worker's run has returned (it says `stopped`)."""
     c = r.counters
     line = _("progress.line", rate=r.rate, done=c.done, failed=c.failed + c.retried,
                dead=c.dead, canceled=c.canceled)
@@ -77,7 +78,9 @@ def format_line(r: Reading) -> str:
     if c.prefetched:
         line += _("progress.prefetched", count=c.prefetched)
     line += f" | {format_elapsed(r.elapsed)}"
-    if c.stopping:
+    if final:  # the run returned: a worker between runs is neither stopping nor connecting
+        line += _("progress.stopped")
+    elif c.stopping:
         line += _("progress.stopping")
     elif not c.connected:
         line += _("progress.connecting")
@@ -151,8 +154,9 @@ class Progress:
         return self
 
     def stop(self, *, show: bool = True) -> Reading | None:
-        """Stop the thread and leave the last reading on screen (or in the log); with
-        show=False, only clear the live line."""
+        """Stop the thread and leave the last reading on screen (or in the log), marked
+        `stopped`: call it once the worker's run has returned. With show=False, only
+        clear the live line."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -208,7 +212,7 @@ class Progress:
                 self._show(reading)
 
     def _show(self, reading: Reading, *, final: bool = False) -> None:
-        line = self.prefix + format_line(reading)
+        line = self.prefix + format_line(reading, final=final)
         with self._lock:
             if self.live:
                 width = shutil.get_terminal_size((100, 24)).columns

@@ -58,6 +58,17 @@ select id, topic, state, attempts, max_attempts, updated_at, left(last_error, 40
  limit %(limit)s::integer
 """
 
+# The search box: the job of an id, and the jobs of an idempotency key in any of the
+# topics given (the index on (topic, idempotency_key) answers it), newest first.
+DASHBOARD_FIND: LiteralString = """
+select id, topic, state, attempts, max_attempts, updated_at, left(last_error, 400) as last_error
+  from brooq.jobs
+ where id = %(id)s::bigint
+    or (topic = any(%(topics)s::text[]) and idempotency_key = %(key)s::text)
+ order by id desc
+ limit %(limit)s::integer
+"""
+
 # A job's page: payload, result and progress as text cut at %(shown)s characters, with
 # their whole length (the page says how much it left out).
 DASHBOARD_JOB: LiteralString = """

@@ -1,0 +1,318 @@
+"""brooq for Django: jobs enqueued on Django's own connection, in its transaction.
+
+Add ``"brooq.contrib.django"`` to INSTALLED_APPS, on a database whose ENGINE is
+``django.db.backends.postgresql`` running on psycopg 3. Then, in a view::
+
+    with transaction.atomic():
+        order = Order.objects.create(email=email)
+        brooq.contrib.django.enqueue("email", {"order": order.id})   # both or neither
+
+Handlers are functions decorated with :func:`handler` in the ``jobs`` module of an
+installed app (or the modules named in ``BROOQ["HANDLERS"]``); ``manage.py
+brooq_worker`` runs them with the worker of ``brooq worker``, its connection made from
+DATABASES, its settings from the ``BROOQ`` dict of the settings module.
+``manage.py brooq_deploy`` deploys the schema as ``brooq deploy`` does. See
+docs/django.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import psycopg
+from django.conf import settings as django_settings  # type: ignore[import-untyped]
+from django.core.exceptions import ImproperlyConfigured  # type: ignore[import-untyped]
+from django.db import close_old_connections, connections  # type: ignore[import-untyped]
+from psycopg import pq
+
+import brooq
+from brooq import config
+from brooq.errors import ConfigError
+from brooq.payload import PayloadLoader
+from brooq.redact import remember
+from brooq.settings import HandlerSettings
+
+if TYPE_CHECKING:
+    from brooq.tools.deploy import Deployed
+
+__all__ = [
+    "Settings",
+    "brooq_settings",
+    "cancel",
+    "connection",
+    "declare_topic",
+    "deploy_schema",
+    "dsn",
+    "enqueue",
+    "enqueue_many",
+    "get_job",
+    "handler",
+    "worker",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+HANDLERS_MODULE = "jobs"  # imported from every installed app when BROOQ has no HANDLERS
+_OWN_KEYS = ("DATABASE", "HANDLERS")  # the keys of BROOQ that are not worker settings
+# settings.DATABASES[...]["OPTIONS"] that are Django's, not libpq's (get_connection_params
+# drops some of them already)
+_DJANGO_OPTIONS = frozenset({"client_encoding", "context", "cursor_factory", "prepare_threshold"})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ``BROOQ`` dict of Django's settings, read: the database alias brooq uses
+    (``DATABASE``, default ``"default"``), the modules of handlers (``HANDLERS``; None:
+    the ``jobs`` module of every installed app that has one), and the worker's settings
+    (every other key: a field of brooq.WorkerConfig in upper case, ``CONCURRENCY``,
+    ``LEASE``, ...; a duration as a timedelta or as text with a unit, ``"30s"``)."""
+
+    database: str
+    handlers: tuple[str, ...] | None
+    worker: dict[str, Any]
+
+
+def brooq_settings() -> Settings:
+    """``settings.BROOQ``, checked: ConfigError listing every problem at once."""
+    raw = getattr(django_settings, "BROOQ", None) or {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError([f"settings.BROOQ: a dict, not {type(raw).__name__}"])
+    fields = {f.name.upper(): f for f in config.SETTINGS if f.name != "dsn"}
+    problems: list[str] = []
+    worker: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _OWN_KEYS:
+            continue
+        f = fields.get(key) if isinstance(key, str) else None
+        if f is None:
+            why = ("the worker's connection comes from DATABASES (BROOQ['DATABASE'] names the alias)"
+                   if key == "DSN" else f"one of {', '.join([*_OWN_KEYS, *fields])}")
+            problems.append(f"settings.BROOQ[{str(key)[:40]!r}]: unknown key; {why}")
+            continue
+        if isinstance(value, str):
+            try:
+                value = config.parser(f)(value)
+            except ValueError as exc:
+                problems.append(f"settings.BROOQ[{key!r}]: {exc}")
+                continue
+        worker[f.name] = value
+    database = raw.get("DATABASE", "default")
+    if not isinstance(database, str) or not database:
+        problems.append(f"settings.BROOQ['DATABASE']: a database alias, not {database!r}")
+    handlers = raw.get("HANDLERS")
+    if isinstance(handlers, str) or not (handlers is None or isinstance(handlers, Iterable)):
+        problems.append("settings.BROOQ['HANDLERS']: a list of module names, "
+                        f"like ['shop.jobs'], not {handlers!r}"[:200])
+        handlers = None
+    if problems:
+        raise ConfigError(problems)
+    return Settings(database, None if handlers is None else tuple(handlers), worker)
+
+
+def _postgresql(using: str | None) -> Any:
+    """Django's DatabaseWrapper of ``using`` (default: BROOQ['DATABASE']), refused unless
+    it is PostgreSQL on psycopg 3."""
+    alias = using or brooq_settings().database
+    wrapper = connections[alias]
+    engine = wrapper.settings_dict.get("ENGINE", "?")
+    if wrapper.vendor != "postgresql":
+        raise ImproperlyConfigured(
+            f"brooq.contrib.django: database {alias!r} is {wrapper.vendor} ({engine}); brooq needs "
+            "PostgreSQL: ENGINE 'django.db.backends.postgresql', with psycopg 3 installed "
+            "(pip install 'psycopg[binary]')")
+    if getattr(wrapper, "Database", None) is not psycopg:
+        raise ImproperlyConfigured(
+            f"brooq.contrib.django: database {alias!r} ({engine}) runs on psycopg2; brooq needs "
+            "psycopg 3: pip install 'psycopg[binary]' (Django's postgresql backend takes it "
+            "over psycopg2 when both are installed)")
+    return wrapper
+
+
+def connection(using: str | None = None) -> psycopg.Connection[Any]:
+    """Django's psycopg connection of database ``using`` (default: BROOQ['DATABASE'],
+    else ``"default"``), connected: every brooq helper takes it, and runs in Django's
+    transaction (inside ``transaction.atomic``) or commits by itself (in Django's
+    autocommit mode, outside one). ImproperlyConfigured for a database that is not
+    PostgreSQL on psycopg 3.
+
+    Django loads jsonb as text on its connections (its JSONField decodes it), so a
+    brooq helper that reads JSON (``brooq.get_job``, ``brooq.list_jobs``) gives text
+    there: use :func:`get_job` of this module, or your own connection."""
+    wrapper = _postgresql(using)
+    wrapper.ensure_connection()
+    raw = wrapper.connection
+    if not isinstance(raw, psycopg.Connection):  # a backend of its own, not Django's
+        raise ImproperlyConfigured(f"brooq.contrib.django: the connection of database {using!r} "
+                                   f"is a {type(raw).__name__}, not a psycopg.Connection")
+    return raw
+
+
+@functools.lru_cache(maxsize=1)
+def _libpq_keywords() -> frozenset[str]:
+    return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults())
+
+
+def dsn(using: str | None = None) -> str:
+    """The libpq connection string of database ``using`` (default: BROOQ['DATABASE']),
+    made from DATABASES by Django's own backend (NAME, USER, PASSWORD, HOST, PORT and
+    the libpq parameters of OPTIONS, a service or sslmode): what the worker and
+    brooq_deploy connect with. It holds the password, if DATABASES has one: brooq
+    shows it in no message, and passes it to no command line (the deploy's sqitch or
+    psql gets it in PGPASSWORD)."""
+    params = _postgresql(using).get_connection_params()
+    keywords = _libpq_keywords()
+    kept = {k: str(v) for k, v in params.items()
+            if k in keywords and k not in _DJANGO_OPTIONS and v is not None}
+    conninfo = psycopg.conninfo.make_conninfo("", **kept)
+    remember(conninfo)  # no brooq message of this process shows its password (brooq.redact)
+    return conninfo
+
+
+@contextmanager
+def _json_decoded(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
+    """Within this block, jsonb columns on Django's connection load as brooq loads them
+    (Django registers a text loader on its connections); Django's loader after."""
+    adapters = conn.adapters
+    before = adapters.get_loader(adapters.types["jsonb"].oid, pq.Format.TEXT)
+    adapters.register_loader("jsonb", PayloadLoader)
+    try:
+        yield conn
+    finally:
+        if before is not None:
+            adapters.register_loader("jsonb", before)
+
+
+# --- producer helpers: brooq's, on Django's connection -------------------------------
+
+def enqueue(topic: str, payload: Any, *, using: str | None = None, key: str | None = None,
+            at: datetime | None = None, delay: timedelta | None = None, priority: int = 0,
+            group: str | None = None) -> brooq.Enqueued:
+    """brooq.enqueue on Django's connection (see :func:`connection`): inside
+    ``transaction.atomic`` the job commits or rolls back with the block."""
+    return brooq.enqueue(connection(using), topic, payload, key=key, at=at, delay=delay,
+                         priority=priority, group=group)
+
+
+def enqueue_many(topic: str, payloads: Iterable[Any], *, using: str | None = None,
+                 keys: Sequence[str | None] | None = None, at: datetime | None = None,
+                 delay: timedelta | None = None, priority: int = 0,
+                 groups: Sequence[str | None] | None = None) -> list[brooq.Enqueued]:
+    """brooq.enqueue_many on Django's connection: one statement, in its transaction."""
+    return brooq.enqueue_many(connection(using), topic, payloads, keys=keys, at=at, delay=delay,
+                              priority=priority, groups=groups)
+
+
+def cancel(job_id: int, *, using: str | None = None) -> bool:
+    """brooq.cancel on Django's connection (needs brooq_admin)."""
+    return brooq.cancel(connection(using), job_id)
+
+
+def get_job(job_id: int, *, using: str | None = None) -> brooq.JobFate | None:
+    """brooq.get_job on Django's connection, its JSON columns decoded (None: no such job)."""
+    with _json_decoded(connection(using)) as conn:
+        return brooq.get_job(conn, job_id)
+
+
+def declare_topic(name: str, *, using: str | None = None, **settings: Any) -> brooq.Topic:
+    """brooq.declare_topic on Django's connection (needs brooq_admin); ``settings`` are
+    the fields of brooq.TopicSettings."""
+    return brooq.declare_topic(connection(using), name, **settings)
+
+
+# --- handlers and the worker ---------------------------------------------------------
+
+_handlers: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+
+
+def handler(topic: str, **settings: Any) -> Callable[[F], F]:
+    """Register the decorated function as the handler of ``topic`` for ``manage.py
+    brooq_worker``. The keyword arguments are those of ``brooq.Worker.handler`` (the
+    topic's settings and ``timeout``), checked now. A sync handler may use the ORM: its
+    thread's stale database connections are closed before and after each job, as
+    Django does around a request."""
+    HandlerSettings(**settings)  # a misspelled setting fails at import, not at start
+
+    def register(fn: F) -> F:
+        known = _handlers.get(topic)
+        if known is not None and _name(known[0]) != _name(fn):
+            raise ValueError(f"topic {topic!r} already has a handler: {_name(known[0])}")
+        _handlers[topic] = (fn, settings)
+        return fn
+
+    return register
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _closing_connections(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A sync handler between two close_old_connections(), as Django runs a request."""
+    if inspect.iscoroutinefunction(fn):
+        return fn  # the ORM's async API runs its queries in threads of its own
+
+    @functools.wraps(fn)  # the signature stays the handler's (its typed payload)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return call
+
+
+def _import_handlers(modules: tuple[str, ...] | None) -> None:
+    if modules is None:
+        from django.utils.module_loading import (  # type: ignore[import-untyped]
+            autodiscover_modules,
+        )
+
+        autodiscover_modules(HANDLERS_MODULE)
+        return
+    for module in modules:
+        importlib.import_module(module)
+
+
+def worker() -> brooq.Worker:
+    """A brooq.Worker from Django's settings: it connects with :func:`dsn` of
+    BROOQ['DATABASE'], takes the worker settings of BROOQ, and runs the handlers of
+    :func:`handler`. ``manage.py brooq_worker`` runs it; so does ``brooq worker
+    brooq.contrib.django:worker`` with DJANGO_SETTINGS_MODULE set."""
+    from django.apps import apps  # type: ignore[import-untyped]
+
+    if not apps.ready:
+        import django  # type: ignore[import-untyped]
+
+        django.setup()
+    s = brooq_settings()
+    made = brooq.Worker(dsn(s.database), **s.worker)
+    _import_handlers(s.handlers)
+    if not _handlers:
+        where = (", ".join(s.handlers) if s.handlers
+                 else f"the {HANDLERS_MODULE} module of an installed app")
+        problem = f"no handlers: decorate a function with @brooq.contrib.django.handler('topic') in {where}"
+        raise ConfigError([problem])
+    for topic, (fn, settings) in _handlers.items():
+        made.handler(topic, **settings)(_closing_connections(fn))
+    return made
+
+
+def deploy_schema(apps: Any = None, schema_editor: Any = None, *, using: str | None = None,
+                  method: str = "auto") -> Deployed:
+    """Deploy brooq's schema into Django's database, as ``brooq deploy`` does (sqitch
+    when it is installed, else psql): what ``manage.py brooq_deploy`` runs. Its first
+    two parameters make it a migration's operation of yours:
+    ``migrations.RunPython(deploy_schema, migrations.RunPython.noop)`` deploys into the
+    migration's database. Raises brooq.tools.deploy.DeployError."""
+    from brooq.tools.deploy import deploy
+
+    alias = schema_editor.connection.alias if schema_editor is not None else using
+    return deploy(dsn(alias), method=method)

@@ -1,0 +1,209 @@
+"""brooq.contrib.django against a real PostgreSQL, with Django itself: the project of
+docs/django.md (tests/django_project) enqueues in its view's transaction, its
+`manage.py brooq_worker` drains the job, `manage.py brooq_deploy` deploys, and a
+database that is not PostgreSQL on psycopg 3 is refused by name.
+
+Django is set up once in this process (its settings are global), on a database of
+this module; the commands run as subprocesses, as a user runs them."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import brooq
+import brooq.contrib.django
+import django
+import psycopg
+import pytest
+from conftest import ROOT, Server
+
+
+PROJECT = ROOT / "tests" / "django_project"
+GUIDE = ROOT / "docs" / "django.md"
+PASSWORD = "dj4ngo-S3cret-pw"  # trust auth ignores it; it must show nowhere
+
+
+@pytest.fixture(scope="module")
+def app_env(server: Server, template_db: str) -> Iterator[dict[str, str]]:
+    """A database with brooq deployed, Django set up on it in this process, the
+    project's tables migrated; the environment the project's settings read."""
+    name = f"brooq_django_{uuid.uuid4().hex[:10]}"
+    info = psycopg.conninfo.conninfo_to_dict(server.create_db(name, template=template_db))
+    env = {"APP_DB_NAME": name, "APP_DB_USER": str(info.get("user", "postgres")),
+           "APP_DB_HOST": str(info.get("host", "127.0.0.1")), "APP_DB_PORT": str(info.get("port", 5432)),
+           "APP_DB_PASSWORD": PASSWORD, "DJANGO_SETTINGS_MODULE": "mysite.settings"}
+    patch = pytest.MonkeyPatch()
+    for key, value in env.items():
+        patch.setenv(key, value)
+    patch.syspath_prepend(str(PROJECT))
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connections
+
+    migrated = io.StringIO()
+    call_command("migrate", stdout=migrated)  # shop's 0002 deploys brooq: up to date here
+    assert "Applying shop.0002_brooq_schema... OK" in migrated.getvalue()
+    with psycopg.connect(server.dsn_for(name), autocommit=True) as conn:
+        brooq.declare_topic(conn, "email", max_attempts=5)
+    try:
+        yield env
+    finally:
+        connections.close_all()
+        patch.undo()
+        server.drop_db(name)
+
+
+@pytest.fixture
+def dsn(server: Server, app_env: dict[str, str]) -> str:
+    return server.dsn_for(app_env["APP_DB_NAME"])
+
+
+def manage(env: dict[str, str], *args: str, **kwargs: Any) -> subprocess.Popen[str]:
+    """`python manage.py ARGS` in the project's directory, in the project's environment."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")} | env
+    return subprocess.Popen([sys.executable, "manage.py", *args], cwd=PROJECT, env=full, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+def jobs_of(dsn: str, topic: str = "email") -> list[brooq.JobFate]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return brooq.list_jobs(conn, topic=topic)
+
+
+def test_the_guide_shows_the_projects_own_files() -> None:
+    """Every ```python block of docs/django.md opening with `# <path>` is in that file of
+    tests/django_project, which the tests below run."""
+    blocks = re.findall(r"^```python\n# (\S+)\n(.*?)^```", GUIDE.read_text(), flags=re.MULTILINE | re.DOTALL)
+    assert {path for path, _ in blocks} >= {"mysite/settings.py", "shop/views.py", "shop/jobs.py"}
+    for path, code in blocks:
+        assert code in (PROJECT / path).read_text(), f"docs/django.md: {path} is not the project's"
+
+
+def test_a_view_commits_the_order_and_its_job_together(dsn: str) -> None:
+    from django.test import Client
+    from shop.models import Order
+
+    answer = Client().post("/orders", {"email": "ann@example.com"}).json()
+    assert Order.objects.filter(id=answer["order"]).exists()
+    job = brooq.contrib.django.get_job(answer["job"])
+    assert job is not None and (job.state, job.payload) == ("pending", {"order": answer["order"]})
+    assert [j.id for j in jobs_of(dsn)] == [answer["job"]]  # committed: seen from elsewhere
+
+
+def test_a_rolled_back_view_leaves_neither_the_order_nor_the_job(dsn: str) -> None:
+    from django.test import Client
+    from shop.models import Order
+
+    before = {j.id for j in jobs_of(dsn)}
+    with pytest.raises(ValueError, match="cannot deliver"):
+        Client().post("/orders", {"email": "bob@example.invalid"})
+    assert not Order.objects.filter(email="bob@example.invalid").exists()
+    assert {j.id for j in jobs_of(dsn)} == before
+
+
+def test_the_helpers_run_in_djangos_transaction_and_leave_its_json_loader(dsn: str) -> None:
+    import brooq.contrib.django as brooq_django
+    from django.db import connection, transaction
+
+    with transaction.atomic():
+        jobs = brooq_django.enqueue_many("email", [{"n": 1}, {"n": 2}])
+        assert {j.id for j in jobs} & {f.id for f in jobs_of(dsn)} == set()  # not committed yet
+        transaction.set_rollback(True)
+    assert all(brooq_django.get_job(j.id) is None for j in jobs)
+    job = brooq_django.enqueue("email", {"n": 3})  # Django's autocommit: committed at once
+    assert brooq_django.cancel(job.id) is True
+    fate = brooq_django.get_job(job.id)
+    assert fate is not None and (fate.state, fate.payload) == ("canceled", {"n": 3})
+    raw = brooq_django.connection()
+    assert raw is connection.connection
+    jsonb = raw.adapters.types["jsonb"].oid
+    loader = raw.adapters.get_loader(jsonb, psycopg.pq.Format.TEXT)
+    assert loader is not None and loader.__name__ == "TextLoader"  # Django's, kept
+
+
+def test_a_database_that_is_not_postgresql_on_psycopg3_is_refused(
+        app_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import brooq.contrib.django as brooq_django
+    from django.core.exceptions import ImproperlyConfigured
+    from django.db import connections
+
+    with pytest.raises(ImproperlyConfigured, match=r"database 'legacy' is sqlite \(django.db."
+                                                   r"backends.sqlite3\); brooq needs PostgreSQL"):
+        brooq_django.enqueue("email", {}, using="legacy")
+    monkeypatch.setattr(connections["default"], "Database", type(sys)("psycopg2"))
+    with pytest.raises(ImproperlyConfigured, match="runs on psycopg2; brooq needs psycopg 3"):
+        brooq_django.enqueue("email", {})
+
+
+def test_the_brooq_settings_are_checked_at_once(monkeypatch: pytest.MonkeyPatch,
+                                                app_env: dict[str, str]) -> None:
+    import brooq.contrib.django as brooq_django
+    from django.conf import settings
+
+    monkeypatch.setattr(settings, "BROOQ", {"CONCURENCY": 4, "LEASE": "30", "DSN": "x"})
+    with pytest.raises(brooq.ConfigError) as caught:
+        brooq_django.brooq_settings()
+    problems = " | ".join(caught.value.problems)
+    assert "settings.BROOQ['CONCURENCY']: unknown key; one of DATABASE, HANDLERS, CONCURRENCY" in problems
+    assert "settings.BROOQ['LEASE']: duration '30' needs a unit" in problems
+    assert "settings.BROOQ['DSN']: unknown key; the worker's connection comes from DATABASES" in problems
+
+
+def test_the_worker_command_drains_a_job_and_shows_no_password(dsn: str, app_env: dict[str, str]) -> None:
+    from django.test import Client
+
+    order = Client().post("/orders", {"email": "cy@example.com"}).json()
+    worker = manage({**app_env, "APP_BROOQ_POLL": "100ms"}, "brooq_worker", "--progress", "off",
+                    "--concurrency", "2")
+    try:
+        deadline = time.monotonic() + 20
+        while (fate := brooq.contrib.django.get_job(order["job"])) is None or fate.state != "done":
+            assert worker.poll() is None, worker.communicate()
+            assert time.monotonic() < deadline, "the job was not done in 20 s"
+            time.sleep(0.05)
+        assert fate.result == {"to": "cy@example.com"}
+        from shop.models import Order
+
+        assert Order.objects.get(id=order["order"]).mailed
+        cmdline = Path(f"/proc/{worker.pid}/cmdline").read_bytes()
+        assert PASSWORD.encode() not in cmdline
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+    assert "topics email, concurrency 2" in err  # the command line's --concurrency won over BROOQ's 4
+    assert PASSWORD not in out + err
+
+
+def test_the_worker_command_names_an_unreachable_database_without_its_password(
+        app_env: dict[str, str]) -> None:
+    done = manage({**app_env, "APP_DB_PORT": "1"}, "brooq_worker", "--start-timeout", "0s")
+    out, err = done.communicate(timeout=30)
+    assert done.returncode == 1, err
+    assert "brooq: error:" in err and "127.0.0.1" in err and "port 1" in err
+    assert PASSWORD not in out + err
+
+
+def test_the_deploy_command_deploys_brooq_into_djangos_database(server: Server,
+                                                                 app_env: dict[str, str]) -> None:
+    name = f"brooq_django_empty_{uuid.uuid4().hex[:8]}"
+    server.create_db(name)
+    try:
+        done = manage({**app_env, "APP_DB_NAME": name}, "brooq_deploy", "--method", "psql")
+        out, err = done.communicate(timeout=120)
+        assert (done.returncode, out) == (0, "deployed sql/install.sql with psql\n"), err
+        with psycopg.connect(server.dsn_for(name), autocommit=True) as conn:
+            version = brooq.schema_version(conn)
+        assert version and PASSWORD not in out + err
+    finally:
+        server.drop_db(name)

@@ -1,0 +1,140 @@
+"""Failover to a streaming standby: a primary killed mid-run, its standby promoted, real
+`brooq worker` processes and a producer on a multi-host DSN, the history judged by the
+chaos checker (tests/chaos/failover.py; docs/reliability.md, "Across a failover").
+
+The synchronous run is in the normal suite (~20 s); the asynchronous one, four
+failovers and pg_cron's own runs on the last primary (~2 min), is `-m long`:
+
+    bash tests/run -m long tests/test_failover.py -s
+
+BROOQ_CHAOS_SEED=<n> replays a seed's job mix (each run prints its seed and keeps its
+run directory: history.json, report.txt, every server's and worker's log).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import threading
+import time
+from typing import Any
+
+import brooq
+import psycopg
+import pytest
+from brooq.listener import RECONNECT_MAX
+from chaos.failover import FailoverConfig, run
+from chaos.harness import Result
+from helpers import FAST, declare, enqueue, fate, running, wait_for
+from pgcluster import bindir, has_pg_cron
+
+
+def seed() -> int:
+    env = os.environ.get("BROOQ_CHAOS_SEED")
+    return int(env) if env else random.SystemRandom().randrange(2**31)
+
+
+def where(result: Result) -> str:
+    return f"seed {result.config.seed}, run directory {result.run_dir}\n{result.report.summary()}"
+
+
+def reconnect_bound(outage: float) -> float:
+    """A worker's reconnect backoff (brooq.listener.backoff, jittered by 0.5-1.0) doubles
+    from 0.1 s: the try after the promotion comes at most twice the time waited so far
+    plus 0.1 s later, and never more than RECONNECT_MAX. From the loss: the outage plus
+    that, plus 0.5 s for a loaded machine."""
+    return outage + min(2 * outage + 0.1, RECONNECT_MAX) + 0.5
+
+
+def assert_workers_resumed(result: Result, failovers: int, workers: int) -> None:
+    f = result.report.figures
+    for i in range(1, failovers + 1):
+        assert f[f"failover{i}_workers_reconnected"] == workers, where(result)
+        outage = f[f"failover{i}_promote_s"]
+        assert f[f"failover{i}_reconnect_max_s"] <= reconnect_bound(outage), where(result)
+        assert math.isfinite(f[f"failover{i}_first_done_after_kill_s"]), where(result)
+
+
+def assert_maintenance_ran(result: Result) -> None:
+    f = result.report.figures
+    assert f["ghost_reaped"] == 1, where(result)  # an expired lease planted on the new primary: reaped
+    assert f["old_rows_left"] == 0, where(result)  # old terminal jobs planted there: purged
+    assert f["pg_cron_scheduler"] == int(has_pg_cron(bindir())), where(result)
+
+
+@pytest.mark.slow
+def test_a_synchronous_standby_promoted_after_a_kill_keeps_every_acknowledged_enqueue_and_outcome() -> None:
+    """Synchronous replication, two failovers: the first under load (enqueues and settles
+    in flight), the second right after claims that the standby never received (the
+    queue drained, probe jobs claimed, the primary killed while their handlers run).
+    Every enqueue the producer saw committed and every outcome a worker saw committed
+    is on the last primary; each job ends once, its outcome from a finished execution
+    under its current lease; the lost claims were jobs ready again (claimed anew,
+    their old attempts' settles refused); every worker reconnected within the backoff's
+    bound; the workers' reap and purge_all (pg_cron's command) ran on the new primary."""
+    result = run(FailoverConfig(seed=seed(), jobs=300, rate=60.0, workers=3, sync=True, failovers=2))
+    r, f = result.report, result.report.figures
+    print(f"\n{where(result)}")
+    assert r.total == 0, where(result)  # lost, outcome_lost and every chaos class: zero
+    assert f["jobs_acked"] >= 300 and f["jobs_done"] + f["jobs_dead"] >= f["jobs_acked"], where(result)
+    assert f["outcomes_acknowledged"] >= 300, where(result)
+    assert f["claims_lost_in_failover"] >= 1, where(result)  # the second failover took claims away
+    assert_workers_resumed(result, failovers=2, workers=3)
+    assert_maintenance_ran(result)
+
+
+@pytest.mark.long
+@pytest.mark.timeout(1800)
+def test_an_asynchronous_standby_loses_only_what_it_never_received() -> None:
+    """Asynchronous replication, four failovers (two under load, two after unflushed
+    claims), 3,000 jobs: what is lost is counted (acknowledged enqueues missing or whose
+    id went to another job, acknowledged outcomes whose jobs then ran again), and
+    nothing else breaks: no stale outcome, no unexplained re-execution, no illegal
+    transition. pg_cron's own reap and purge run on the last primary."""
+    result = run(FailoverConfig(seed=seed(), jobs=3000, rate=60.0, workers=3, sync=False, failovers=4,
+                                pg_cron_wait=True, drain_timeout=120.0))
+    r, f = result.report, result.report.figures
+    print(f"\n{where(result)}")
+    others = {k: v for k, v in r.counts.items() if k not in ("lost", "outcome_lost")}
+    assert not any(others.values()), where(result)
+    assert f["claims_lost_in_failover"] >= 1, where(result)
+    assert_workers_resumed(result, failovers=4, workers=3)
+    assert f["ghost_reaped"] == 1 and f["old_rows_left"] == 0, where(result)
+    if has_pg_cron(bindir()):
+        assert f["pg_cron_reap_runs"] >= 1 and f["pg_cron_purge_runs"] >= 1, where(result)
+
+
+@pytest.mark.slow
+def test_a_settle_refused_by_a_read_only_database_is_written_later_unchanged(db: str) -> None:
+    """A switchover makes the primary read-only before the standby takes over
+    (default_transaction_read_only, or a standby reached without target_session_attrs):
+    a settle then fails with 25006 read_only_sql_transaction. That is the server, not the
+    outcome: the settling thread keeps the outcome and retries on a new connection, and
+    once the database takes writes the job is done. (It used to be taken for a value
+    the database refused: done was rewritten as failed, "cannot settle done: cannot
+    execute UPDATE in a read-only transaction", and with no attempt left the job went
+    dead; a failed outcome was dropped as if its lease were lost.)"""
+    declare(db, "ro", max_attempts=1)
+    release = threading.Event()
+    worker = brooq.Worker(db, name="ro", concurrency=2, **FAST)
+
+    @worker.handler("ro", max_attempts=1, timeout=None)
+    def handle(job: brooq.Job) -> dict[str, Any]:
+        release.wait(10)
+        return {"ok": job.payload["n"]}
+
+    name = psycopg.conninfo.conninfo_to_dict(db)["dbname"]
+    with psycopg.connect(db, autocommit=True) as admin, running(worker):
+        jobs = enqueue(admin, "ro", 3)
+        wait_for(lambda: all(fate(admin, j).state == "processing" for j in jobs), what="the claims")
+        # new sessions read-only: the settling thread's first connection (opened at the first
+        # settle); the loop's own, opened before, still claims and heartbeats
+        admin.execute(f'alter database "{name}" set default_transaction_read_only = on')
+        release.set()
+        time.sleep(1.5)  # the settle fails with 25006, and again on each retry
+        assert [fate(admin, j).state for j in jobs] == ["processing"] * 3
+        admin.execute(f'alter database "{name}" reset default_transaction_read_only')
+        wait_for(lambda: all(fate(admin, j).state == "done" for j in jobs), timeout=10,
+                 what="the settles once the database takes writes")
+    assert [fate(db, j).result for j in jobs] == [{"ok": n} for n in (1, 2, 3)]
