@@ -1,6 +1,7 @@
 """The benchmark's orchestrator: one cluster, every system, every scenario, one table.
 
     bash bench/run [--smoke] [--only brooq,pgqueuer] [--runs N] [--scenarios drain,latency]
+    bash bench/run soak|deep|snapshot --help     the long runs (bench/soak.py, deep.py, snapshot.py)
 
 Scenarios (docs/performance.md explains each figure):
   enqueue   bulk enqueue of N jobs (each system's fastest documented way) and single
@@ -596,8 +597,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+COMMANDS = {"soak": "bench.soak", "deep": "bench.deep", "snapshot": "bench.snapshot"}
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS:  # the long runs: python -m bench soak|deep|snapshot --help
+        import importlib
+        return int(importlib.import_module(COMMANDS[argv[0]]).main(argv[1:]))
+    args = parse(argv)
     started = dt.datetime.now(dt.UTC)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
     out = args.json or BENCH / "results" / f"{stamp}{'-smoke' if args.smoke else ''}.json"

@@ -112,6 +112,26 @@ class Workers:
             self.check_alive()
             time.sleep(0.05)
 
+    def take_starts(self) -> dict[int, int]:
+        """The first starts reported since the last call (seq -> monotonic ns), forgotten
+        here: a long run keeps only what it has not matched yet."""
+        with self._lock:
+            taken, self.starts = self.starts, {}
+        taken.pop(-1, None)  # a start reported without a seq (a retry, in the soak)
+        return taken
+
+    def rss_mib(self) -> float:
+        """The resident set (VmRSS) of the worker processes now, summed, in MiB."""
+        total = 0.0
+        for w in self.workers:
+            try:
+                for line in Path(f"/proc/{w.proc.pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) / 1024
+            except OSError:
+                pass
+        return total
+
     def peak_rss_mib(self) -> list[float]:
         """VmHWM (peak resident set) of each worker process, in MiB."""
         out = []

@@ -2,7 +2,9 @@
 
 `python -m bench --smoke --only brooq,brooq-sql` is `bash bench/run --smoke` without
 the bench's own virtualenv and the peers from PyPI and npm: it starts its own
-durable cluster, runs every scenario and writes the JSON we check here.
+durable cluster, runs every scenario and writes the JSON we check here. The long runs
+(`python -m bench soak | deep | snapshot`) run with tiny sizes and seconds-long phases
+on the test server.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psycopg
 import pytest
+from conftest import Server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,3 +58,122 @@ def test_bench_smoke_runs_every_scenario_for_brooq(tmp_path: Path) -> None:
     for case in ("no limit", "max_in_flight 10,000, not binding", "1,000 groups"):  # flow control
         assert figures[("flow", f"drain, 1 worker process ({case})", "brooq")]["median"] > 0
     assert figures[("flow", "1,000 groups, as share of no limit", "brooq")]["median"] > 0
+
+
+SECRET = "s3cret-of-the-dsn"
+
+
+def worker_cmdlines() -> list[str]:
+    """The command lines of the bench's worker processes running now (what ps shows)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "bench.workers." in text:
+            found.append(text)
+    return found
+
+
+def long_run(*args: str) -> tuple[str, list[str]]:
+    """python -m bench <soak|deep|snapshot> ... on the test server: its stdout, and the
+    command lines of its workers seen while it ran."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen: set[str] = set()
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        seen.update(worker_cmdlines())
+        time.sleep(0.1)
+    stdout, stderr = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    assert proc.returncode == 0, stdout + stderr
+    assert SECRET not in stdout + stderr
+    return stdout, sorted(seen)
+
+
+def test_the_long_runs_refuse_a_server_elsewhere() -> None:
+    """They load the server, create and drop databases, read its CPU in /proc: a --dsn
+    that is not on this machine is refused before any connection, its password unshown."""
+    for run in ("soak", "deep", "snapshot"):
+        done = subprocess.run([sys.executable, "-m", "bench", run, "--dsn",
+                               f"postgresql://bench:{SECRET}@203.0.113.7:5432/prod"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "not a server on this machine" in done.stderr and "203.0.113.7" in done.stderr
+        assert SECRET not in done.stdout + done.stderr
+
+
+def has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def check_plots(data: dict[str, object], count: int) -> None:
+    """The PNGs exist where matplotlib is installed (bench/requirements.txt), else the
+    JSON says why there are none."""
+    plots = data["plots"]
+    assert isinstance(plots, list)
+    if has_matplotlib():
+        assert len(plots) == count, plots
+        for p in plots:
+            assert Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", p
+    else:
+        assert plots == [] and "matplotlib" in str(data["plots_skipped"]), data["plots_skipped"]
+
+
+@pytest.mark.slow
+def test_the_long_runs_in_seconds(server: Server, tmp_path: Path) -> None:
+    """The soak, deep-table and long-snapshot commands (docs/performance.md, "Soak, deep
+    tables, long snapshots") with tiny sizes and seconds-long phases, brooq only: every
+    figure in the JSON, the PASS/FAIL lines printed, the plots written."""
+    # the soak: 3 intervals of 0.5 s at 200 jobs/s, retention 0.3 s (purged from the 1st);
+    # on our own cluster (trust) with a password in --dsn, which must show nowhere
+    local = server.cluster is not None
+    dsn = psycopg.conninfo.make_conninfo(server.admin_dsn, password=SECRET) if local else server.admin_dsn
+    out, workers = long_run("soak", "--minutes", "0.025", "--every", "0.5s", "--rate", "200",
+                            "--retention", "300ms", "--only", "brooq", "--quiet", "--dsn", dsn,
+                            "--json", str(tmp_path / "soak.json"))
+    assert out.count("brooq: ") == 4 and "no interval without progress" in out, out
+    assert workers and not [w for w in workers if SECRET in w], workers  # ps shows no password
+    assert SECRET not in (tmp_path / "soak.json").read_text()
+    data = json.loads((tmp_path / "soak.json").read_text())
+    [run] = data["runs"]
+    assert run["system"] == "brooq" and len(run["samples"]) == 3, run
+    for s in run["samples"]:  # PostgreSQL's CPU is read from /proc: our own cluster's only
+        for key in data["figures"]:
+            assert s[key] is not None or (key == "pg_cpu_us_per_job" and not local), (key, s)
+        assert s["jobs"] > 0 and s["rss_mib"] > 10 and s["heap_mib"] > 0 and s["index_mib"] > 0, s
+    assert sum(s["purged"] for s in run["samples"]) > 0  # retention deleted finished jobs
+    assert [t["ok"] for t in run["targets"]][-1] is True  # every interval made progress
+    check_plots(data, len(data["figures"]))
+
+    # deep tables: 2,000 terminal rows, 300 ready over 3 topics
+    out, _ = long_run("deep", "--history", "2000", "--ready", "300", "--topics", "3", "--claims", "10",
+                   "--drain-seconds", "1", "--quiet", "--dsn", server.admin_dsn,
+                   "--json", str(tmp_path / "deep.json"))
+    assert "under 100 ms on the deep table" in out, out
+    data = json.loads((tmp_path / "deep.json").read_text())
+    for case in ("empty", "deep"):
+        for key in [*data["figures"], "page: topics (ms)", "page: a job (ms)"]:
+            assert data[case][key] > 0, (case, key, data[case])
+    assert data["deep"]["live_tuples"] >= 2000 > data["empty"]["live_tuples"]
+    assert all(t["ok"] in (True, False) for t in data["targets"])
+
+    # long snapshots: 0.6 s clean, 0.6 s held, 0.3 s after
+    out, _ = long_run("snapshot", "--rate", "500", "--warmup", "0.2s", "--clean", "0.6s", "--hold",
+                   "0.6s", "--after", "0.3s", "--every", "0.3s", "--quiet", "--dsn", server.admin_dsn,
+                   "--json", str(tmp_path / "snapshot.json"))
+    assert "claim p99 during the hold" in out, out
+    data = json.loads((tmp_path / "snapshot.json").read_text())
+    assert [p["phase"] for p in data["phases"]] == ["clean", "during", "after"]
+    for p in data["phases"]:
+        assert p["jobs_per_s"] > 0 and p["claim_p99_ms"] > 0 and "Index Scan" in p["explain_at_end"], p
+    assert len(data["series"]) >= 5 and len(data["targets"]) == 2
+    check_plots(data, 1)
+    with psycopg.connect(server.admin_dsn) as conn:  # every database made was dropped
+        row = conn.execute("select count(*) from pg_database where datname like 'bench_%'").fetchone()
+    assert row == (0,)

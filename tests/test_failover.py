@@ -18,6 +18,7 @@ import os
 import random
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 import brooq
@@ -138,3 +139,40 @@ def test_a_settle_refused_by_a_read_only_database_is_written_later_unchanged(db:
         wait_for(lambda: all(fate(admin, j).state == "done" for j in jobs), timeout=10,
                  what="the settles once the database takes writes")
     assert [fate(db, j).result for j in jobs] == [{"ok": n} for n in (1, 2, 3)]
+
+
+def test_a_settle_canceled_while_it_waits_for_a_lock_is_written_later_unchanged(db: str) -> None:
+    """A settle can fail for a moment without the outcome being wrong: canceled (57014: the
+    statement timeout, pg_cancel_backend), a deadlock (40P01), a lock wait (55P03), a
+    serialization failure (40001). The settling thread keeps the outcome and writes it
+    again. (It used to take them for a value the database refused: done was rewritten
+    as failed, "cannot settle done: canceling statement due to user request", and a job
+    with no attempt left went dead.)"""
+    declare(db, "locked", max_attempts=1)
+    release = threading.Event()
+    worker = brooq.Worker(db, name="locked", concurrency=1, poll_interval=FAST["poll_interval"],
+                          lease=timedelta(seconds=30))  # no heartbeat or timeout in the way
+
+    @worker.handler("locked", max_attempts=1, timeout=None)
+    def handle(job: brooq.Job) -> dict[str, Any]:
+        release.wait(10)
+        return {"ok": True}
+
+    with psycopg.connect(db, autocommit=True) as admin, running(worker):
+        job, = enqueue(admin, "locked", 1)
+        wait_for(lambda: fate(admin, job).state == "processing", what="the claim")
+        with psycopg.connect(db) as holder:  # the job's row locked, as a long report would
+            holder.execute("select 1 from brooq.job where id = %s for update", [job])
+            release.set()
+            canceled = 0
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:  # cancel every write of the outcome that waits
+                row = admin.execute(
+                    "select pg_cancel_backend(pid) from pg_stat_activity where wait_event_type = 'Lock'"
+                    " and application_name = 'brooq worker locked'").fetchone()
+                canceled += bool(row and row[0])
+                time.sleep(0.05)
+            assert canceled >= 2, canceled  # the outcome was written again after a cancel
+            assert fate(admin, job).state == "processing"
+        wait_for(lambda: fate(admin, job).state != "processing", timeout=10, what="the settle")
+        assert (fate(admin, job).state, fate(admin, job).result) == ("done", {"ok": True})

@@ -2,7 +2,10 @@
 
 Usage: python -m bench.workers.brooq_worker '<json config>'
 (config: dsn, latency, concurrency, prefetch, and handler: the topic settings of Worker.handler,
-e.g. {"max_in_flight": 10000}, which the worker declares at start)
+e.g. {"max_in_flight": 10000}, which the worker declares at start; durations in seconds.
+topics: the topics it handles (default ["bench"]). soak: the handler sleeps the payload's
+"ms" and fails the first attempt of a job whose payload says "fail"; only first
+attempts report their seq, so that a retry is not taken for a late start)
 """
 
 from __future__ import annotations
@@ -11,11 +14,15 @@ import json
 import signal
 import sys
 import threading
+import time
+from datetime import timedelta
 from typing import Any
 
 import brooq
 
 from bench.workers.report import Report
+
+DURATIONS = {"backoff_base", "backoff_max", "retention", "max_lease", "max_execution"}
 
 
 def main() -> None:
@@ -27,9 +34,21 @@ def main() -> None:
     w = worker_class(cfg["dsn"], concurrency=int(cfg.get("concurrency", 100)),
                      prefetch=cfg.get("prefetch"))
 
-    @w.handler(cfg.get("topic", "bench"), **cfg.get("handler", {}))  # type: ignore[untyped-decorator]
+    settings = {k: timedelta(seconds=v) if k in DURATIONS else v
+                for k, v in cfg.get("handler", {}).items()}
+    soak = bool(cfg.get("soak"))
+
     def noop(job: Any) -> None:
-        report.seen(job.payload)
+        if not soak:
+            report.seen(job.payload)
+            return
+        report.seen(job.payload if job.attempt == 1 else None)
+        time.sleep(job.payload["ms"] / 1000)
+        if job.payload.get("fail") and job.attempt == 1:
+            raise RuntimeError("the soak's planned failure (retried)")
+
+    for topic in cfg.get("topics") or [cfg.get("topic", "bench")]:
+        w.handler(topic, **settings)(noop)
 
     def stop(*_: object) -> None:
         threading.Thread(target=w.stop, daemon=True).start()

@@ -1,7 +1,9 @@
 // graphile-worker with a no-op task `noop`, reporting like bench/workers/report.py.
 // Usage: node bench/workers/graphile_worker.mjs '<json config>'
 //   config: dsn, latency, migrate (install the schema and exit), batched (localQueue
-//   and batched completion, the configuration of graphile-worker's performance docs)
+//   and batched completion, the configuration of graphile-worker's performance docs),
+//   soak (the task sleeps the payload's "ms" and fails the first attempt of a job whose
+//   payload says "fail"; only first attempts report their seq, as brooq_worker.py's soak)
 import { Logger, run, runMigrations } from "graphile-worker";
 
 const cfg = JSON.parse(process.argv[2]);
@@ -17,7 +19,10 @@ if (cfg.batched) {
   worker.failJobBatchDelay = 0;
 }
 const logFactory = () => (level, message) => {
-  if (level === "error") process.stderr.write(`graphile: ${message}\n`);
+  // the soak's planned failures are logged at error too: not its stderr's business
+  if (level === "error" && !(cfg.soak && message.includes("planned failure"))) {
+    process.stderr.write(`graphile: ${message}\n`);
+  }
 };
 
 if (cfg.migrate) {
@@ -28,12 +33,17 @@ if (cfg.migrate) {
 let count = 0, first = 0n, last = 0n, printed = -1;
 let starts = [];
 const taskList = {
-  noop: async (payload) => {
+  noop: async (payload, helpers) => {
     const t = process.hrtime.bigint();
     if (count === 0) first = t;
     count++;
     last = t;
-    if (cfg.latency) starts.push(payload.seq ?? -1, t);
+    const retry = cfg.soak && helpers.job.attempts > 1;
+    if (cfg.latency) starts.push(retry ? -1 : (payload.seq ?? -1), t);
+    if (cfg.soak) {
+      await new Promise((resolve) => setTimeout(resolve, payload.ms));
+      if (payload.fail && !retry) throw new Error("the soak's planned failure (retried)");
+    }
   },
 };
 setInterval(() => {

@@ -17,22 +17,24 @@ import psycopg
 FATAL_SQLSTATES = frozenset({"42704", "42501"})
 
 
-# The server takes no writes now, whatever the statement: 25006 read_only_sql_transaction
-# (a standby, or a primary made read-only for a switchover: default_transaction_read_only).
-# A write is retried on a new connection (target_session_attrs=read-write finds the
-# primary), never taken for a value the database refused.
-READ_ONLY_SQLSTATES = frozenset({"25006"})
+# The statement failed for a moment, whatever its values: 25006 read_only_sql_transaction
+# (a standby, or a primary made read-only for a switchover: default_transaction_read_only),
+# 40001 serialization_failure, 40P01 deadlock_detected, 55P03 lock_not_available, 57014
+# query_canceled (the statement timeout, pg_cancel_backend). A write is retried on a new
+# connection (target_session_attrs=read-write finds the primary), never taken for a value
+# the database refused.
+TRANSIENT_SQLSTATES = frozenset({"25006", "40001", "40P01", "55P03", "57014"})
 
 
 def refused(exc: psycopg.Error) -> bool:
     """Whether the database refused a statement (its connection lives on), rather than
-    the connection or the server going away or taking no writes: no SQLSTATE (a
+    the connection or the server going away or failing for a moment: no SQLSTATE (a
     client-side failure), class 08 (connection), 57P (shutdown), 53 (out of resources)
-    or 25006 (read-only: READ_ONLY_SQLSTATES). psycopg's OperationalError covers both
-    kinds: 54000 program_limit_exceeded is one too."""
+    or TRANSIENT_SQLSTATES (read-only, a deadlock, a canceled statement...). psycopg's
+    OperationalError covers both kinds: 54000 program_limit_exceeded is one too."""
     state = exc.sqlstate
     return (state is not None and not state.startswith(("08", "57P", "53"))
-            and state not in READ_ONLY_SQLSTATES)
+            and state not in TRANSIENT_SQLSTATES)
 
 
 class BrooqError(Exception):
