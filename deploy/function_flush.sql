@@ -8,7 +8,7 @@ begin;
 -- brooq.flush(topic, states) -> bigint
 --
 -- Deletes a topic's jobs in the given states, at once, whatever their age: by
--- default the waiting ones (pending and failed: "flush"); with
+-- default the ones not yet run (pending and failed: "flush"); with
 -- array['done', 'dead', 'canceled'] the finished ones, without waiting for the
 -- retention ("flush completed"). Never a processing job: a handler holds it (cancel
 -- it first, or let it finish). An admin's act. A deleted job's idempotency key is
@@ -47,7 +47,7 @@ begin
     if flush.topic is null or flush.states is null then
         raise exception 'brooq.flush: topic and states must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Name a topic; leave states out for the waiting jobs (pending, failed).';
+                  hint = 'Name a topic; leave states out for the jobs not yet run (pending, failed).';
     end if;
     if not exists (select from brooq.topic t where t.name = flush.topic) then
         raise exception 'topic "%" does not exist', left(flush.topic, 200)

@@ -60,7 +60,7 @@ begin
             raise exception 'topic "%" still has % job%', left(drop_topic.name, 200), v_jobs,
                     case when v_jobs = 1 then '' else 's' end
                 using errcode = 'object_in_use',
-                      hint = 'Drop it with force => true, which deletes them; or empty it first: brooq.flush(topic) for the waiting jobs, states => array[''done'', ''dead'', ''canceled''] for the finished ones.';
+                      hint = 'Drop it with force => true, which deletes them; or empty it first: brooq.flush(topic) for the jobs not yet run, states => array[''waiting''] for those waiting for parents, array[''done'', ''dead'', ''canceled''] for the finished ones.';
         end if;
     end if;
     select array_agg(s.name order by s.name) into v_schedules from brooq.schedule s where s.topic = drop_topic.name;

@@ -4536,7 +4536,7 @@ grant select on brooq.schedules to brooq_worker, brooq_admin;
 -- brooq.flush(topic, states) -> bigint
 --
 -- Deletes a topic's jobs in the given states, at once, whatever their age: by
--- default the waiting ones (pending and failed: "flush"); with
+-- default the ones not yet run (pending and failed: "flush"); with
 -- array['done', 'dead', 'canceled'] the finished ones, without waiting for the
 -- retention ("flush completed"). Never a processing job: a handler holds it (cancel
 -- it first, or let it finish). An admin's act. A deleted job's idempotency key is
@@ -4575,7 +4575,7 @@ begin
     if flush.topic is null or flush.states is null then
         raise exception 'brooq.flush: topic and states must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Name a topic; leave states out for the waiting jobs (pending, failed).';
+                  hint = 'Name a topic; leave states out for the jobs not yet run (pending, failed).';
     end if;
     if not exists (select from brooq.topic t where t.name = flush.topic) then
         raise exception 'topic "%" does not exist', left(flush.topic, 200)
@@ -4839,7 +4839,7 @@ begin
             raise exception 'topic "%" still has % job%', left(drop_topic.name, 200), v_jobs,
                     case when v_jobs = 1 then '' else 's' end
                 using errcode = 'object_in_use',
-                      hint = 'Drop it with force => true, which deletes them; or empty it first: brooq.flush(topic) for the waiting jobs, states => array[''done'', ''dead'', ''canceled''] for the finished ones.';
+                      hint = 'Drop it with force => true, which deletes them; or empty it first: brooq.flush(topic) for the jobs not yet run, states => array[''waiting''] for those waiting for parents, array[''done'', ''dead'', ''canceled''] for the finished ones.';
         end if;
     end if;
     select array_agg(s.name order by s.name) into v_schedules from brooq.schedule s where s.topic = drop_topic.name;

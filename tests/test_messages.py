@@ -150,10 +150,10 @@ def test_the_cli_speaks_russian_tables_plurals_and_help(db: str) -> None:
     english = brooq("stats", dsn=db, env=ENGLISH_LOCALE)
     assert english.stdout.splitlines()[0].split()[:3] == ["topic", "paused", "pending"]
     assert english.stdout.splitlines()[2].split()[:2] == ["mail", "no"]
-    for n, line in ((1, "удалено 1 ожидающее (pending, failed) задание темы t1"),
-                    (2, "удалено 2 ожидающих (pending, failed) задания темы t2"),
-                    (5, "удалено 5 ожидающих (pending, failed) заданий темы t5"),
-                    (21, "удалено 21 ожидающее (pending, failed) задание темы t21")):
+    for n, line in ((1, "удалено 1 задание в очереди (pending, failed) темы t1"),
+                    (2, "удалено 2 задания в очереди (pending, failed) темы t2"),
+                    (5, "удалено 5 заданий в очереди (pending, failed) темы t5"),
+                    (21, "удалено 21 задание в очереди (pending, failed) темы t21")):
         declare(db, f"t{n}")
         enqueue(db, f"t{n}", n)
         done = brooq("flush", f"t{n}", "--yes", dsn=db, env=ru)
@@ -161,10 +161,10 @@ def test_the_cli_speaks_russian_tables_plurals_and_help(db: str) -> None:
         assert done.stdout == line + "\n"
     enqueue(db, "t1", 1)
     assert brooq("flush", "t1", "--yes", dsn=db, env=ENGLISH_LOCALE).stdout == \
-        "flushed 1 waiting (pending, failed) job of topic t1\n"
+        "flushed 1 queued (pending, failed) job of topic t1\n"
     enqueue(db, "t2", 2)
     assert brooq("flush", "t2", "--yes", dsn=db, env=ENGLISH_LOCALE).stdout == \
-        "flushed 2 waiting (pending, failed) jobs of topic t2\n"
+        "flushed 2 queued (pending, failed) jobs of topic t2\n"
     helped = brooq("enqueue", "--help", env=ru)
     assert helped.returncode == 0
     assert "поставить в очередь одно задание" not in helped.stdout  # the command's own help

@@ -122,13 +122,13 @@ def test_flush_refuses_without_a_terminal_and_deletes_with_yes(db: str, conn: Co
     refused = subprocess.run([*COMMAND, "flush", "fl", "--dsn", db], stdin=subprocess.DEVNULL,
                              capture_output=True, text=True, env=ENV, timeout=60, check=False)
     assert refused.returncode == 1
-    assert refused.stderr == ("brooq: error: not flushing 3 waiting (pending, failed) jobs of topic fl "
+    assert refused.stderr == ("brooq: error: not flushing 3 queued (pending, failed) jobs of topic fl "
                               "without a confirmation: stdin is not a terminal; pass --yes\n")
     assert len(states(conn)) == 7, "nothing deleted"
 
     done = subprocess.run([*COMMAND, "flush", "fl", "--yes", "--dsn", db], stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, env=ENV, timeout=60, check=False)
-    assert (done.returncode, done.stdout) == (0, "flushed 3 waiting (pending, failed) jobs of topic fl\n")
+    assert (done.returncode, done.stdout) == (0, "flushed 3 queued (pending, failed) jobs of topic fl\n")
     assert states(conn) == ["canceled", "dead", "done", "processing"]
 
     completed = subprocess.run([*COMMAND, "flush", "fl", "--completed", "--yes", "--dsn", db],
@@ -169,9 +169,9 @@ def flush_on_a_terminal(db: str, answer: bytes) -> tuple[int, str]:
 def test_flush_asks_on_a_terminal_showing_how_many_jobs(db: str, conn: Conn) -> None:
     seed_flush(conn)
     code, screen = flush_on_a_terminal(db, b"n")
-    assert "delete 3 waiting (pending, failed) jobs of topic fl? [y/N]" in screen
+    assert "delete 3 queued (pending, failed) jobs of topic fl? [y/N]" in screen
     assert code == 1 and "nothing flushed" in screen
     assert len(states(conn)) == 7
     code, screen = flush_on_a_terminal(db, b"y")
-    assert code == 0 and "flushed 3 waiting (pending, failed) jobs of topic fl" in screen
+    assert code == 0 and "flushed 3 queued (pending, failed) jobs of topic fl" in screen
     assert states(conn) == ["canceled", "dead", "done", "processing"]

@@ -125,3 +125,12 @@ def test_the_guide_examples_run(db: str, monkeypatch: pytest.MonkeyPatch) -> Non
     for line, code in found:
         exec(compile("\n" * (line - 1) + code, str(GUIDE), "exec"), module.__dict__)  # noqa: S102
     module.__dict__["engine"].dispose()
+
+
+def test_a_job_enqueued_after_another_waits_for_it(engine: Engine, db: str) -> None:
+    with Session(engine) as session, session.begin():
+        parent = brooq_sa.enqueue(session, "email", {"to": "parent"})
+        child = brooq_sa.enqueue(session, "email", {"to": "child"}, after=[parent.id])
+    with psycopg.connect(db) as conn:
+        assert [j.state for j in (brooq.get_job(conn, parent.id), brooq.get_job(conn, child.id)) if j] == [
+            "pending", "waiting"]

@@ -25,7 +25,7 @@ from brooq.errors import ADMIN, InvalidArgument, mapped
 from brooq.payload import jsonb
 from brooq.producer import _sync
 from brooq.settings import Topic, TopicSettings, topic_row
-from brooq.states import WAITING
+from brooq.states import CLAIMABLE
 
 Conn = psycopg.Connection[Any]
 
@@ -142,9 +142,9 @@ def retry_dead(conn: Conn, topic: str, *, include_canceled: bool = False, max_jo
     return int(count or 0)
 
 
-def flush(conn: Conn, topic: str, states: Sequence[str] = WAITING) -> int:
+def flush(conn: Conn, topic: str, states: Sequence[str] = CLAIMABLE) -> int:
     """Delete the topic's jobs in ``states`` at once, whatever their age; returns how many.
-    By default the waiting ones (pending, failed); ("done", "dead", "canceled") flushes the
+    By default the ones not yet run (pending, failed); ("done", "dead", "canceled") flushes the
     completed ones. Never a processing job (cancel it first). Needs brooq_admin."""
     _sync(conn, "flush")
     with mapped(ADMIN, conn):

@@ -41,7 +41,7 @@ from brooq.producer import (
 )
 from brooq.rows import TopicStats
 from brooq.settings import Topic, TopicSettings, takes_settings, topic_row
-from brooq.states import WAITING
+from brooq.states import CLAIMABLE
 from brooq.waiting import wait_async as wait
 
 AsyncConn = psycopg.AsyncConnection[Any]
@@ -177,7 +177,7 @@ async def retry_dead(conn: AsyncConn, topic: str, *, include_canceled: bool = Fa
     return int(await _scalar(conn, queries.RETRY_DEAD, [topic, include_canceled, max_jobs, since]) or 0)
 
 
-async def flush(conn: AsyncConn, topic: str, states: Sequence[str] = WAITING) -> int:
+async def flush(conn: AsyncConn, topic: str, states: Sequence[str] = CLAIMABLE) -> int:
     """Delete the topic's jobs in ``states``; returns how many. See brooq.flush."""
     return int(await _scalar(conn, queries.FLUSH, [topic, states_arg(states)]) or 0)
 

@@ -15,8 +15,9 @@ from typing import Literal, get_args
 JobState = Literal["pending", "processing", "failed", "done", "dead", "canceled", "waiting"]
 STATES: tuple[JobState, ...] = get_args(JobState)
 
-# Waiting for a claim: new, or failed and retried once available_at has come.
-WAITING: tuple[JobState, ...] = ("pending", "failed")
+# What a claim takes (once available_at has come): new, or failed and retried; not
+# waiting, which waits for its parents first.
+CLAIMABLE: tuple[JobState, ...] = ("pending", "failed")
 # Never written again (brooq.wait returns on them); dead and canceled can be re-driven.
 TERMINAL: tuple[JobState, ...] = ("done", "dead", "canceled")
 REDRIVABLE: tuple[JobState, ...] = ("dead", "canceled")

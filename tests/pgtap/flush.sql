@@ -1,4 +1,4 @@
--- brooq.flush: structure, behaviour (waiting jobs by default, finished ones when
+-- brooq.flush: structure, behaviour (queued jobs by default, finished ones when
 -- asked, never processing, other topics untouched, keys free again), errors with
 -- nothing deleted, then privileges under switched roles.
 begin;
@@ -21,7 +21,7 @@ insert into brooq.job (topic, payload, state, max_attempts, available_at, create
 values ('t.flush', '{}', 'pending', 5, now(), now(), now()),
        ('t.flush.other', '{}', 'pending', 5, now(), now(), now());
 
-select is(brooq.flush('t.flush'), 3::bigint, 'flush deletes the waiting jobs: 2 pending, 1 failed');
+select is(brooq.flush('t.flush'), 3::bigint, 'flush deletes the queued jobs: 2 pending, 1 failed');
 select set_eq($$ select state::text from brooq.job where topic = 't.flush' $$,
     array['processing', 'done', 'dead', 'canceled'], 'processing and finished jobs stay');
 select is((select count(*)::int from brooq.job where topic = 't.flush.other'), 1, 'another topic is untouched');

@@ -32,7 +32,7 @@ from brooq.redact import one_line, remember
 from brooq.rows import TopicStats
 from brooq.schema_check import SchemaMismatch, check_schema
 from brooq.settings import Topic
-from brooq.states import HELD_BY, STATES, TERMINAL, WAITING
+from brooq.states import CLAIMABLE, HELD_BY, STATES, TERMINAL
 from brooq.tools import queries as tool_queries
 from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
 
@@ -150,7 +150,7 @@ def format_fate(fate: JobFate) -> str:
         parts.append(f"last_error={json.dumps(' '.join(fate.last_error.split())[:300])}")
     parts.append(f"created={format_time(fate.created_at)}")
     parts.append(f"updated={format_time(fate.updated_at)}")
-    if fate.state in WAITING:
+    if fate.state in CLAIMABLE:
         parts.append(f"available={format_time(fate.available_at)}")
     if fate.locked_by:
         parts.append(f"locked_by={fate.locked_by} until={format_time(fate.locked_until)}")
@@ -269,7 +269,7 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_flush(args: argparse.Namespace, out: TextIO) -> int:
-    states = list(TERMINAL if args.completed else WAITING)  # --completed: the terminal states
+    states = list(TERMINAL if args.completed else CLAIMABLE)  # --completed: the terminal states
     what = "completed" if args.completed else "waiting"
     with connect(args) as conn, mapped(ADMIN, conn):
         cur = conn.cursor(row_factory=scalar_row)

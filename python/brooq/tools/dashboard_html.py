@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from brooq.messages import _, _n, language_tag, template
 from brooq.rows import TopicStats
-from brooq.states import CANCELABLE, REDRIVABLE, TERMINAL, WAITING, JobState
+from brooq.states import CANCELABLE, CLAIMABLE, REDRIVABLE, TERMINAL, JobState
 from brooq.tools.text import format_duration
 
 MAX_SHOWN = 65536  # characters of a payload, result or error on a page
@@ -372,7 +372,7 @@ def job(view: View, j: Job) -> str:
             ("dash.fact.key", esc(j.key) if j.key is not None else "-"),
             ("dash.fact.created", when(j.created_at)),
             ("dash.fact.updated", when(j.updated_at))]
-    if j.state in WAITING:
+    if j.state in CLAIMABLE:
         rows.append(("dash.fact.available", when(j.available_at)))
     if j.locked_by:
         rows += [("dash.fact.held_by", esc(j.locked_by)), ("dash.fact.lease_until", when(j.locked_until))]

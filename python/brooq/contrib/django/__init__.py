@@ -193,11 +193,13 @@ def _json_decoded(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[
 
 def enqueue(topic: str, payload: Any, *, using: str | None = None, key: str | None = None,
             at: datetime | None = None, delay: timedelta | None = None, priority: int = 0,
-            group: str | None = None) -> brooq.Enqueued:
+            group: str | None = None,
+            after: Sequence[int] | None = None, after_policy: str = "cancel") -> brooq.Enqueued:
     """brooq.enqueue on Django's connection (see :func:`connection`): inside
     ``transaction.atomic`` the job commits or rolls back with the block."""
     return brooq.enqueue(connection(using), topic, payload, key=key, at=at, delay=delay,
-                         priority=priority, group=group)
+                         priority=priority, group=group,
+                         after=after, after_policy=after_policy)
 
 
 def enqueue_many(topic: str, payloads: Iterable[Any], *, using: str | None = None,

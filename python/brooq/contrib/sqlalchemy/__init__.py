@@ -65,10 +65,12 @@ def connection(bind: Bind) -> psycopg.Connection[Any]:
 
 def enqueue(bind: Bind, topic: str, payload: Any, *, key: str | None = None,
             at: datetime | None = None, delay: timedelta | None = None, priority: int = 0,
-            group: str | None = None) -> brooq.Enqueued:
+            group: str | None = None,
+            after: Sequence[int] | None = None, after_policy: str = "cancel") -> brooq.Enqueued:
     """brooq.enqueue in the transaction of a Session or Connection."""
     return brooq.enqueue(connection(bind), topic, payload, key=key, at=at, delay=delay,
-                         priority=priority, group=group)
+                         priority=priority, group=group,
+                         after=after, after_policy=after_policy)
 
 
 def enqueue_many(bind: Bind, topic: str, payloads: Iterable[Any], *,

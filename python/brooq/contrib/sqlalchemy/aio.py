@@ -43,10 +43,12 @@ async def connection(bind: AsyncBind) -> psycopg.AsyncConnection[Any]:
 
 async def enqueue(bind: AsyncBind, topic: str, payload: Any, *, key: str | None = None,
                   at: datetime | None = None, delay: timedelta | None = None, priority: int = 0,
-                  group: str | None = None) -> brooq.Enqueued:
+                  group: str | None = None,
+                  after: Sequence[int] | None = None, after_policy: str = "cancel") -> brooq.Enqueued:
     """brooq.aio.enqueue in the transaction of an AsyncSession or AsyncConnection."""
     return await aio.enqueue(await connection(bind), topic, payload, key=key, at=at, delay=delay,
-                             priority=priority, group=group)
+                             priority=priority, group=group,
+                             after=after, after_policy=after_policy)
 
 
 async def enqueue_many(bind: AsyncBind, topic: str, payloads: Iterable[Any], *,
