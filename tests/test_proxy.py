@@ -756,6 +756,9 @@ def test_a_resolver_that_fences_a_slow_call_leaves_none_of_it(
     wait_for(lambda: paused_on_part2.execute("select count(*) from pg_stat_activity where wait_event = 'advisory' "
                                              "and datname = current_database()").fetchone() == (1,),
              timeout=10, what="partition 2 waiting in the trigger")
+    # the other partitions' shares committed (staged), or resolve() may not see the call yet
+    wait_for(lambda: all(set(q) == {"staged"} for i, q in enumerate(jobs_of(four, "atom.race")) if i != 2),
+             timeout=10, what="the other partitions' shares staged")
     (resolved,) = router.execute("select outcome, unreachable from brooq_proxy.resolve('0 seconds')").fetchall()
     assert resolved == ("discarded", [])
     paused_on_part2.execute("select pg_advisory_unlock(30030)")
