@@ -12,7 +12,7 @@ a million a statement). Both are vacuumed and analyzed. Then, on each: --claims
 claims of one job (a topic after another, each settled done): p50 and p99;
 `brooq.topic_stats`, `brooq.health()` and the dashboard's pages (what each page
 reads, brooq.tools.dashboard.Database, without HTTP): median of 5; and the drain of
-one brooq.Worker process handling every topic for --drain-seconds. Issue 29's
+one brooq.Worker process handling every topic for --drain-seconds. The
 targets: claim and drain within 10% of the empty table's, each read under 100 ms.
 """
 

@@ -12,7 +12,7 @@ REPEATABLE READ transaction takes its snapshot and holds it for --hold, then
 commits; the run goes on for --after. Per phase: jobs settled per second, claim
 latency p50/p99, the ready backlog at its end, and EXPLAIN (ANALYZE, BUFFERS) of the
 claim's scan near its end; every --every, the same figures and the job table's dead
-tuples and index size. Issue 29's target: claim p99 during a 5-minute hold at most
+tuples and index size. The target: claim p99 during a 5-minute hold at most
 2x the clean figure, throughput unchanged. It measures; it changes nothing.
 """
 

@@ -327,7 +327,7 @@ def fmt(v: float | None) -> str:
 # ------------------------------------------------------------------ the targets
 
 def targets(run: Run) -> list[dict[str, Any]]:
-    """Issue 29's targets over 60 minutes, scaled to the run: the first and last sixth
+    """The targets over 60 minutes, scaled to the run: the first and last sixth
     (10 of 60 minutes), RSS after the first twelfth (5 of 60), sizes from the interval
     after retention starts deleting."""
     n = len(run.samples)
