@@ -48,12 +48,14 @@ from brooq.payload import Undecodable
 from brooq.producer import (
     Enqueued,
     JobFate,
+    ParentJob,
     cancel,
     declare_topic,
     enqueue,
     enqueue_many,
     get_job,
     list_jobs,
+    parents,
     topic_stats,
 )
 from brooq.rows import TopicStats
@@ -77,6 +79,7 @@ __all__ = [
     "Job",
     "JobFate",
     "KeyBusy",
+    "ParentJob",
     "PayloadTooLarge",
     "PermissionDenied",
     "PgCronMissing",
@@ -105,6 +108,7 @@ __all__ = [
     "flush",
     "get_job",
     "list_jobs",
+    "parents",
     "parse_duration",
     "pause_topic",
     "resume_topic",

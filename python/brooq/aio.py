@@ -29,6 +29,7 @@ from brooq.payload import guard_jsonb
 from brooq.producer import (
     Enqueued,
     JobFate,
+    ParentJob,
     after_args,
     busy_what,
     busy_what_batch,
@@ -123,6 +124,17 @@ async def get_job(conn: AsyncConn, job_id: int) -> JobFate | None:
         guard_jsonb(cur)
         await cur.execute(queries.GET_JOB, [job_id])
         return decoded(await cur.fetchone())
+
+
+async def parents(conn: AsyncConn, job_id: int) -> list[ParentJob]:
+    """A job's parents with their states and results, in one query; see brooq.parents."""
+    if job_id is None:
+        raise InvalidArgument("job_id must not be None")
+    with mapped(PRODUCER, conn):
+        cur = conn.cursor(row_factory=class_row(ParentJob))
+        guard_jsonb(cur)
+        await cur.execute(queries.PARENTS, [job_id])
+        return await cur.fetchall()
 
 
 async def topic_stats(conn: AsyncConn) -> list[TopicStats]:

@@ -234,6 +234,30 @@ def get_job(conn: Conn, job_id: int) -> JobFate | None:
         return decoded(cur.execute(queries.GET_JOB, [job_id]).fetchone())
 
 
+class ParentJob(NamedTuple):
+    """A parent of a job (see :func:`parents`): its state, and its result or last_error."""
+
+    id: int
+    topic: str
+    state: str
+    result: Any
+    last_error: str | None
+    updated_at: datetime
+
+
+def parents(conn: Conn, job_id: int) -> list[ParentJob]:
+    """The parents of a job (workflows: ``enqueue(..., after=...)``) in one query, by id:
+    a child's handler reads their states and results here, not one get_job per parent.
+    Empty for a job without parents. A result Python cannot decode is a brooq.Undecodable."""
+    _sync(conn, "parents")
+    if job_id is None:
+        raise InvalidArgument("job_id must not be None")
+    cur = conn.cursor(row_factory=class_row(ParentJob))
+    guard_jsonb(cur)
+    with mapped(PRODUCER, conn):
+        return cur.execute(queries.PARENTS, [job_id]).fetchall()
+
+
 def decoded(fate: JobFate | None) -> JobFate | None:
     """The fate read by get_job or wait; UndecodableJob when a JSON column of it is an
     Undecodable (its cursor was guard_jsonb's)."""

@@ -71,6 +71,11 @@ select brooq.retry_dead(topic => %s::text, include_canceled => %s::boolean,
 """
 
 # brooq.jobs is the read-only view of brooq.job, granted to the three roles.
+# A job's parents (workflows), with their states and outcomes, in one query.
+PARENTS: LiteralString = """
+select id, topic, state, result, last_error, updated_at from brooq.parents(%s::bigint)
+"""
+
 GET_JOB: LiteralString = """
 select id, topic, state, attempts, max_attempts, priority, last_error, result, payload,
        idempotency_key as key, available_at, created_at, updated_at, locked_by, locked_until,

@@ -27,7 +27,7 @@ from brooq import admin, config, producer, queries, settings
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
 from brooq.messages import _, _n
-from brooq.producer import JobFate
+from brooq.producer import JobFate, ParentJob
 from brooq.redact import one_line, remember
 from brooq.rows import TopicStats
 from brooq.schema_check import SchemaMismatch, check_schema
@@ -168,7 +168,7 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def json_row(row: JobFate | TopicStats) -> dict[str, Any]:
+def json_row(row: JobFate | TopicStats | ParentJob) -> dict[str, Any]:
     return {k: json_value(v) for k, v in row._asdict().items()}
 
 
@@ -179,12 +179,16 @@ def write_json(out: TextIO, value: Any) -> None:
 def cmd_job(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         fate = producer.get_job(conn, args.id)
+        parents = producer.parents(conn, args.id) if fate is not None else []
     if fate is None:
         raise Failure(_("cli.job_not_found", id=args.id))
     if args.json:
-        write_json(out, json_row(fate))
+        write_json(out, json_row(fate) | {"parents": [json_row(p) for p in parents]})
     else:
-        out.write(format_fate(fate) + "\n")
+        line = format_fate(fate)
+        if parents:  # what it waits for, or waited for (workflows)
+            line += " parents=" + ",".join(f"{p.id}:{p.state}" for p in parents)
+        out.write(line + "\n")
     return 0
 
 
