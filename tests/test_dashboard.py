@@ -292,6 +292,18 @@ def test_the_search_box_finds_a_job_by_id_or_key_and_pages_refresh_themselves(
     assert "http-equiv" not in dashboard.get(f"/jobs/{jobs['done']}")[1]  # finished: held still
 
 
+def test_a_waiting_job_s_page_links_its_parents_with_their_states(
+        dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        child = conn.execute("select id from brooq.enqueue('email', '{}', after => %s)",
+                             [[jobs["done"], jobs["failed"]]]).fetchone()[0]
+    status, page = dashboard.get(f"/jobs/{child}")
+    assert status == 200 and "s-waiting" in page
+    for parent, state in ((jobs["done"], "done"), (jobs["failed"], "failed")):
+        assert f'<a href="/jobs/{parent}" id="parent-{parent}">{parent}</a> <span class="state s-{state}">' in page
+    assert 'id="parent-' not in dashboard.get(f"/jobs/{jobs['done']}")[1]
+
+
 def test_re_driving_every_dead_job_of_a_topic_needs_the_token_and_this_dashboard(
         dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
     dead = [jobs["dead"], jobs["dead2"]]

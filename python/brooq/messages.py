@@ -378,6 +378,7 @@ ENGLISH: dict[str, str] = {
     'dash.fact.created': 'created',
     'dash.fact.updated': 'updated',
     'dash.fact.available': 'available at',
+    'dash.fact.parents': 'parents',
     'dash.fact.held_by': 'held by',
     'dash.fact.lease_until': 'lease until',
     'dash.last_error': 'Last error',

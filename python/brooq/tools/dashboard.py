@@ -376,8 +376,15 @@ class Database:
 
     def job(self, job_id: int) -> Job | None:
         with self.connect() as conn:
-            return conn.cursor(row_factory=class_row(Job)).execute(
+            job = conn.cursor(row_factory=class_row(Job)).execute(
                 tool_queries.DASHBOARD_JOB, {"id": job_id, "shown": html.MAX_SHOWN}).fetchone()
+            if job is None:
+                return None
+            try:
+                parents = producer.parents(conn, job_id)
+            except PermissionDenied:  # a read-only role granted before workflows: no parents shown
+                return job
+            return job._replace(parents=tuple((p.id, p.state) for p in parents))
 
     def act(self, action: str, target: int | str) -> bool:
         """Run an action (needs brooq_admin): whether it changed anything."""

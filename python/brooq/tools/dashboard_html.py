@@ -78,6 +78,7 @@ class Job(NamedTuple):
     result_length: int | None
     progress: str | None
     progress_length: int | None
+    parents: tuple[tuple[int, str], ...] = ()  # (id, state) of each parent (workflows)
 
 
 @dataclass(frozen=True)
@@ -376,6 +377,9 @@ def job(view: View, j: Job) -> str:
         rows.append(("dash.fact.available", when(j.available_at)))
     if j.locked_by:
         rows += [("dash.fact.held_by", esc(j.locked_by)), ("dash.fact.lease_until", when(j.locked_until))]
+    if j.parents:  # what it waits for, or waited for
+        rows.append(("dash.fact.parents", " ".join(f'<a href="/jobs/{pid}" id="parent-{pid}">{pid}</a> '
+                                                    f'{badge(state)}' for pid, state in j.parents)))
     facts = "".join(f"<dt>{t(k)}</dt><dd>{v}</dd>" for k, v in rows)
     acts = []
     if j.state in REDRIVABLE:
