@@ -81,14 +81,15 @@ def test_a_job_of_a_killed_worker_is_reaped_and_done_by_another(procs: Processes
 
 def test_sigterm_lets_jobs_in_flight_finish_and_claims_no_more(procs: Processes, conn: Conn) -> None:
     declare(conn)
-    first = brooq.enqueue_many(conn, "sleep", [{"seconds": 1.5}] * 4)
-    # a lease far longer than the jobs: on a loaded machine a stalled heartbeat must not
-    # lose them to a reap (seen: all four 'failed'); this test is about the grace
-    w = procs.start("graceful", "--lease", "20s", "--concurrency", "4", "--grace", "10s")
-    wait_for(lambda: counts(conn).get("processing") == 4, what="4 jobs in flight")
+    first = brooq.enqueue_many(conn, "sleep", [{"seconds": 3}] * 4)
+    w = procs.start("graceful", "--lease", "3s", "--concurrency", "4", "--grace", "10s")
+    # every handler started (its progress carried by a heartbeat, every second), not only
+    # claimed: on a loaded machine a job claimed ahead of its thread is handed back unstarted
+    wait_for(lambda: all((f := brooq.get_job(conn, j.id)) and f.progress is not None for j in first),
+             timeout=15, what="4 handlers running")
     later = brooq.enqueue_many(conn, "sleep", [{"seconds": 0}] * 10)
     w.send_signal(signal.SIGTERM)
-    out, _ = w.communicate(timeout=10)
+    out, _ = w.communicate(timeout=15)
     assert w.returncode == 0, out
     states = [brooq.get_job(conn, j.id) for j in first]
     assert [s.state for s in states if s] == ["done"] * 4, (out, [s.last_error for s in states if s])
