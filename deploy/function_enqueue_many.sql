@@ -39,8 +39,9 @@ begin;
 --                     (k < after_child[i]): so no cycle can be built. Arrays of one
 --                     length, at most 100,000 edges, at most 10,000 parents per
 --                     element; a repeated edge counts once. NULL = no edges. As
---                     brooq.enqueue's after, per element; not with idempotency_keys
---                     or group_keys.
+--                     brooq.enqueue's after, per element; with group_keys, a waiting
+--                     element holds its group's place; not with idempotency_keys (an
+--                     element found by its key is not the job the edges describe).
 --   after_policy      as in brooq.enqueue, for every element with parents: under
 --                     cancel, an element with a dead or canceled parent is canceled
 --                     at its birth, and so are the elements of this call that wait
@@ -65,7 +66,7 @@ begin;
 --                                  a trace_context that is not a W3C trace context;
 --                                  after_child and after_parent of different lengths,
 --                                  an edge that names no element or a later one, an
---                                  unknown after_policy, edges with keys or groups
+--                                  unknown after_policy, edges with idempotency keys
 --   54000 program_limit_exceeded   (also) more than 100,000 edges, more than 10,000
 --                                  parents for one element
 --   55P03 lock_not_available       a key or group held by an uncommitted transaction
@@ -122,6 +123,7 @@ declare
     v_ext_states text[];
     v_canceled integer[];   -- elements canceled at birth (under cancel)
     v_causes bigint[];      -- per element of v_canceled: the parent that canceled it
+    v_canceled_by bigint[]; -- per element: that parent (NULL: not canceled at birth)
     v_states text[];
     v_lefts integer[];
     v_errors text[];
@@ -188,11 +190,10 @@ begin
                       hint = 'after_policy is cancel (a dead or canceled parent cancels its children) or run (a child runs once every parent has finished).';
         end if;
         if cardinality(enqueue_many.after_child) > 0
-            and (coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) > 0
-                 or coalesce(cardinality(array_remove(array_remove(enqueue_many.group_keys, null), '')), 0) > 0) then
-            raise exception 'brooq.enqueue_many: edges (after_child) with idempotency_keys or group_keys'
+            and coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) > 0 then
+            raise exception 'brooq.enqueue_many: edges (after_child) with idempotency_keys'
                 using errcode = 'invalid_parameter_value',
-                      hint = 'Enqueue a workflow without keys or groups; make it idempotent by a key on a job that creates it.';
+                      hint = 'Enqueue a workflow without keys; make it idempotent by a key on a job that creates it.';
         end if;
         select e.ord, e.child, e.parent into v_bad
           from unnest(enqueue_many.after_child, enqueue_many.after_parent) with ordinality as e(child, parent, ord)
@@ -262,6 +263,32 @@ begin
     -- Ids are drawn first, so that each input element knows its own row.
     v_ids := array(select nextval('brooq.job_id_seq'::regclass) from generate_series(1, v_n));
 
+    if coalesce(cardinality(array_remove(array_remove(enqueue_many.group_keys, null), '')), 0) > 0 then
+        -- Ordered groups: each group's next numbers, under its row of brooq.job_group
+        -- (locked in key order, held to commit; see brooq.enqueue), in array order.
+        v_lock_timeout := current_setting('lock_timeout');
+        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
+        v_groups := array(select nullif(k, '') from unnest(enqueue_many.group_keys) as k);
+        with wanted as (
+            select k as key, count(*) as n
+              from unnest(v_groups) as k
+             where k is not null
+             group by k
+        ), given as (
+            insert into brooq.job_group as g (topic, group_key, last_seq)
+            select enqueue_many.topic, w.key, w.n from wanted w order by w.key
+            on conflict on constraint job_group_pkey do update set last_seq = g.last_seq + excluded.last_seq
+            returning g.group_key, g.last_seq
+        )
+        select array_agg(s.seq order by s.ord) into v_seqs
+          from (select u.ord,
+                       gv.last_seq - w.n + row_number() over (partition by u.key order by u.ord) as seq
+                  from unnest(v_groups) with ordinality as u(key, ord)
+                  left join given gv on gv.group_key = u.key
+                  left join wanted w on w.key = u.key) as s;
+        perform set_config('lock_timeout', v_lock_timeout, true);
+    end if;
+
     if cardinality(enqueue_many.after_child) > 0 then
         -- The parents named by id: marked and locked as brooq.enqueue does.
         v_ext := array(select distinct e.parent from unnest(enqueue_many.after_parent) as e(parent)
@@ -315,8 +342,9 @@ begin
                                           coalesce(v_ext_states[array_position(v_ext, c.cause)], 'canceled')) end
                          order by i.i),
                array_agg(case when l.child is not null then v_policy end order by i.i),
-               array_agg(h.parent is not null order by i.i)
-          into v_states, v_lefts, v_errors, v_policies, v_has
+               array_agg(h.parent is not null order by i.i),
+               array_agg(c.cause order by i.i)
+          into v_states, v_lefts, v_errors, v_policies, v_has, v_canceled_by
           from generate_series(1, v_n) as i(i)
           left join (select e.child,
                             count(distinct e.parent) filter (
@@ -332,11 +360,14 @@ begin
 
         insert into brooq.job (id, topic, payload, priority, max_attempts, available_at, created_at,
                                updated_at, trace_context, state, parents_left, after_policy, last_error,
-                               has_children)
+                               has_children, group_key, group_seq, canceled_by)
         select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts, v_at, v_now,
-               v_now, v_trace, u.state, u.parents_left, u.after_policy, u.last_error, u.has_children
-          from unnest(v_ids, enqueue_many.payloads, v_states, v_lefts, v_policies, v_errors, v_has)
-               as u(id, payload, state, parents_left, after_policy, last_error, has_children);
+               v_now, v_trace, u.state, u.parents_left, u.after_policy, u.last_error, u.has_children,
+               u.group_key, u.group_seq, u.canceled_by
+          from unnest(v_ids, enqueue_many.payloads, v_states, v_lefts, v_policies, v_errors, v_has,
+                      v_groups, v_seqs, v_canceled_by)
+               as u(id, payload, state, parents_left, after_policy, last_error, has_children,
+                    group_key, group_seq, canceled_by);
         insert into brooq.job_edge (parent, child, settled)
         select distinct case when e.parent < 0 then v_ids[-e.parent] else e.parent end, v_ids[e.child],
                case when e.parent < 0 then coalesce(-e.parent = any(v_canceled), false)
@@ -348,32 +379,6 @@ begin
         return query
         select r.id, true from unnest(v_ids) with ordinality as r(id, ord) order by r.ord;
         return;
-    end if;
-
-    if coalesce(cardinality(array_remove(array_remove(enqueue_many.group_keys, null), '')), 0) > 0 then
-        -- Ordered groups: each group's next numbers, under its row of brooq.job_group
-        -- (locked in key order, held to commit; see brooq.enqueue), in array order.
-        v_lock_timeout := current_setting('lock_timeout');
-        perform set_config('lock_timeout', coalesce(nullif(current_setting('brooq.key_wait', true), ''), '5s'), true);
-        v_groups := array(select nullif(k, '') from unnest(enqueue_many.group_keys) as k);
-        with wanted as (
-            select k as key, count(*) as n
-              from unnest(v_groups) as k
-             where k is not null
-             group by k
-        ), given as (
-            insert into brooq.job_group as g (topic, group_key, last_seq)
-            select enqueue_many.topic, w.key, w.n from wanted w order by w.key
-            on conflict on constraint job_group_pkey do update set last_seq = g.last_seq + excluded.last_seq
-            returning g.group_key, g.last_seq
-        )
-        select array_agg(s.seq order by s.ord) into v_seqs
-          from (select u.ord,
-                       gv.last_seq - w.n + row_number() over (partition by u.key order by u.ord) as seq
-                  from unnest(v_groups) with ordinality as u(key, ord)
-                  left join given gv on gv.group_key = u.key
-                  left join wanted w on w.key = u.key) as s;
-        perform set_config('lock_timeout', v_lock_timeout, true);
     end if;
 
     if coalesce(cardinality(array_remove(array_remove(enqueue_many.idempotency_keys, null), '')), 0) = 0 then

@@ -2,6 +2,9 @@
 
 begin;
 
+drop function brooq.children(bigint, integer);
+drop type brooq.child_job;
+drop function brooq._parents_json(bigint);
 drop function brooq.parents(bigint);
 drop type brooq.parent_job;
 

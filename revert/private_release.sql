@@ -2,6 +2,7 @@
 
 begin;
 
+drop function brooq._rearm(bigint[]);
 drop function brooq._release(bigint[], text[]);
 
 commit;

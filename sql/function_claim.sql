@@ -63,8 +63,10 @@
 -- not see the claims it waited for): in another isolation level, claim refuses them.
 --
 -- Ordered groups: a job enqueued with a group_key is ready only when no
--- earlier job of its (topic, group_key) is active: pending, failed (waiting for a
--- retry) or processing (job_group_idx, one probe per grouped candidate). So the
+-- earlier job of its (topic, group_key) is active: waiting for its parents
+-- (workflows), pending, failed (waiting for a retry) or processing (job_group_idx,
+-- one probe per grouped candidate). A job's parents exist before it, so a parent
+-- in its own group always comes earlier: a waiting job never holds its parent back. So the
 -- jobs of a group run one at a time, in group_seq order (the order their enqueues
 -- committed), whatever their priority and available_at: a later job waits for the
 -- first one even if it has a higher priority or became available earlier; a
@@ -85,7 +87,9 @@
 --             part, at most the max_lease of every topic named (default 1 hour)
 --
 -- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
--- with the trace context it was enqueued under (trace_context, NULL: none).
+-- with the trace context it was enqueued under (trace_context, NULL: none) and, for
+-- a job with parents (workflows), parents: their states and results as a JSON array
+-- (brooq._parents_json; NULL for a job without parents, which costs it nothing).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
@@ -245,7 +249,7 @@ begin
                        -- an ordered group: only its first active job (see the header)
                        select from brooq.job k
                         where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
-                          and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
+                          and k.state in ('waiting', 'pending', 'failed', 'processing') and k.group_seq < j.group_seq))
              order by j.priority desc, j.available_at, j.id
              limit coalesce(v_caps[1], claim.max_jobs)
                for no key update skip locked
@@ -261,7 +265,7 @@ begin
                        -- an ordered group: only its first active job (see the header)
                        select from brooq.job k
                         where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
-                          and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
+                          and k.state in ('waiting', 'pending', 'failed', 'processing') and k.group_seq < j.group_seq))
              order by j.priority desc, j.available_at, j.id
              limit least(coalesce(v_caps[1], 1), 1)
                for no key update skip locked
@@ -289,7 +293,8 @@ begin
                   j.first_claimed_at + v_execs[1],
                   case when v_execs[1] is not null
                        then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end,
-                  j.trace_context;
+                  j.trace_context,
+                  case when j.after_policy is not null then brooq._parents_json(j.id) end;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -318,7 +323,7 @@ begin
                               -- an ordered group: only its first active job (see the header)
                               select from brooq.job k
                                where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
-                                 and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
+                                 and k.state in ('waiting', 'pending', 'failed', 'processing') and k.group_seq < j.group_seq))
                     order by j.priority desc, j.available_at, j.id
                     limit a.cap
                       for no key update skip locked
@@ -337,7 +342,7 @@ begin
                               -- an ordered group: only its first active job (see the header)
                               select from brooq.job k
                                where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
-                                 and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq))
+                                 and k.state in ('waiting', 'pending', 'failed', 'processing') and k.group_seq < j.group_seq))
                     order by j.priority desc, j.available_at, j.id
                     limit least(a.cap, 1)
                       for no key update skip locked
@@ -373,7 +378,8 @@ begin
                       j.first_claimed_at + e.max_execution as execution_deadline,
                       case when e.max_execution is not null
                            then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left,
-                      j.trace_context
+                      j.trace_context,
+                      case when j.after_policy is not null then brooq._parents_json(j.id) end as parents
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)
@@ -384,7 +390,7 @@ begin
         )
         select c.id, c.topic, c.payload, c.attempts, c.max_attempts, c.priority, c.lease_token,
                c.locked_until, c.created_at, c.execution_deadline, c.execution_left,
-               c.trace_context
+               c.trace_context, c.parents
           from claimed c;
     end if;
 end

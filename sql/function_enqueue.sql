@@ -32,7 +32,9 @@
 --                    jobs of any topic; repeats count once. While one has not
 --                    finished, the job is waiting (never claimed); the settle that
 --                    finishes its last parent makes it pending, in the same
---                    transaction. NULL or '{}' = no parents. Not with group_key.
+--                    transaction. NULL or '{}' = no parents. With a group_key, the
+--                    job holds its group's place while it waits: the group's later
+--                    jobs run after it (see brooq.claim, ordered groups).
 --   after_policy     what a parent that ends dead or canceled does: 'cancel' (the
 --                    default; NULL too) cancels this job at once, last_error naming
 --                    the parent, and its waiting descendants under cancel too;
@@ -59,7 +61,7 @@
 --                                   given; brooq.key_wait not a duration; a
 --                                   trace_context that is not a W3C trace context;
 --                                   an unknown after_policy; after of more than one
---                                   dimension, or with a group_key
+--                                   dimension
 --   54000 program_limit_exceeded    more than 10,000 parents
 --   55P03 lock_not_available        another transaction's enqueue of the same key,
 --                                   or into the same group, stayed uncommitted
@@ -178,11 +180,6 @@ begin
                 using errcode = 'program_limit_exceeded',
                       hint = 'Name at most 10000 parents; for a larger fan-in, wait for intermediate jobs.';
         end if;
-        if v_group is not null and cardinality(v_parents) > 0 then
-            raise exception 'brooq.enqueue: a job with parents (after) cannot have a group_key "%"', left(v_group, 40)
-                using errcode = 'invalid_parameter_value',
-                      hint = 'Give either after or group_key.';
-        end if;
         if cardinality(v_parents) = 0 then
             v_parents := null;
             v_policy := null;
@@ -241,17 +238,19 @@ begin
     if v_key is null then
         insert into brooq.job (topic, payload, priority, max_attempts, available_at,
                                created_at, updated_at, group_key, group_seq, trace_context,
-                               state, parents_left, after_policy, last_error)
+                               state, parents_left, after_policy, last_error, canceled_by)
         values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_at,
-                v_now, v_now, v_group, v_seq, v_trace, v_state, v_left, v_policy, v_error)
+                v_now, v_now, v_group, v_seq, v_trace, v_state, v_left, v_policy, v_error,
+                case when v_state = 'canceled' then v_bad end)
         returning id into v_id;
     else
         loop
             insert into brooq.job (topic, payload, priority, max_attempts, idempotency_key,
                                    available_at, created_at, updated_at, group_key, group_seq,
-                                   trace_context, state, parents_left, after_policy, last_error)
+                                   trace_context, state, parents_left, after_policy, last_error, canceled_by)
             values (enqueue.topic, enqueue.payload, enqueue.priority, v_max_attempts, v_key,
-                    v_at, v_now, v_now, v_group, v_seq, v_trace, v_state, v_left, v_policy, v_error)
+                    v_at, v_now, v_now, v_group, v_seq, v_trace, v_state, v_left, v_policy, v_error,
+                    case when v_state = 'canceled' then v_bad end)
             on conflict (topic, idempotency_key) where idempotency_key is not null do nothing
             returning id into v_id;
             exit when v_id is not null;

@@ -53,3 +53,93 @@ comment on function brooq.parents(bigint) is
 
 revoke all on function brooq.parents(bigint) from public;
 grant execute on function brooq.parents(bigint) to brooq_producer, brooq_worker;
+
+-- brooq._parents_json(child) -> jsonb, what brooq.claim hands a job with parents
+--
+-- The parents of `child` as brooq.parents returns them, as one JSON array in parent
+-- id order: [{id, topic, state, result, last_error, updated_at}, ...]; NULL when it
+-- has none left in the table. Private: claim calls it for the jobs it claims that
+-- have parents (after_policy is not null), so the worker reads them with the claim
+-- and a handler needs no connection of its own.
+create or replace function brooq._parents_json(child bigint)
+returns jsonb
+language sql
+stable
+set search_path = pg_catalog, pg_temp
+as $$
+    select jsonb_agg(jsonb_build_object('id', p.id, 'topic', p.topic, 'state', p.state,
+                                        'result', p.result, 'last_error', p.last_error,
+                                        'updated_at', p.updated_at) order by p.id)
+      from brooq.job_edge e
+      join brooq.job p on p.id = e.parent
+     where e.child = _parents_json.child
+$$;
+
+comment on function brooq._parents_json(bigint) is
+'Private: a job''s parents as one JSON array (id order), what brooq.claim hands a job with parents.';
+
+revoke all on function brooq._parents_json(bigint) from public;
+
+-- brooq.children(job_id, max_rows) -> setof brooq.child_job, in child id order
+--
+-- Workflows: the jobs that wait (or waited) for a job, each with its state and the
+-- number of its parents not finished yet: what a parent's end released, canceled,
+-- or still holds. At most max_rows of them, the lowest ids first (a fan-out may have
+-- thousands: ask for max_rows + 1 to learn whether there are more). No rows for a
+-- job without children, or an unknown id.
+--
+-- Parameters:
+--   job_id    the parent's id
+--   max_rows  1 to 10000 (default 100)
+-- Returns: (id, topic, state, parents_left, after_policy, last_error, updated_at)
+-- per child.
+-- Errors:
+--   22004 null_value_not_allowed   a NULL argument
+--   22023 invalid_parameter_value  max_rows out of range
+-- Touches: reads brooq.job_edge (parent, child) and the children's rows of brooq.job.
+create type brooq.child_job as (
+    id           bigint,
+    topic        text,
+    state        brooq.job_state,
+    parents_left integer,
+    after_policy text,
+    last_error   text,
+    updated_at   timestamptz
+);
+
+comment on type brooq.child_job is
+'Result of children: a job that waits (or waited) for a job, its state and the parents it still waits for.';
+
+create or replace function brooq.children(job_id bigint, max_rows integer default 100)
+returns setof brooq.child_job
+language plpgsql
+stable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if children.job_id is null or children.max_rows is null then
+        raise exception 'brooq.children: arguments must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the id of the job whose children you want; leave max_rows out for 100.';
+    end if;
+    if children.max_rows not between 1 and 10000 then
+        raise exception 'invalid max_rows %', children.max_rows
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_rows must be between 1 and 10000.';
+    end if;
+    return query
+    select c.id, c.topic, c.state, c.parents_left, c.after_policy, c.last_error, c.updated_at
+      from brooq.job_edge e
+      join brooq.job c on c.id = e.child
+     where e.parent = children.job_id
+     order by e.child
+     limit children.max_rows;
+end
+$$;
+
+comment on function brooq.children(bigint, integer) is
+'The jobs that wait (or waited) for a job (workflows), with their state and parents left, lowest ids first, at most max_rows. Errors: 22004 NULL argument, 22023 max_rows out of range.';
+
+revoke all on function brooq.children(bigint, integer) from public;
+grant execute on function brooq.children(bigint, integer) to brooq_producer, brooq_worker;

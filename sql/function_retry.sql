@@ -1,5 +1,5 @@
--- brooq.retry(job_id) -> boolean
--- brooq.retry_dead(topic, include_canceled, max_jobs, since) -> integer
+-- brooq.retry(job_id, rearm_children) -> boolean
+-- brooq.retry_dead(topic, include_canceled, max_jobs, since, rearm_children) -> integer
 --
 -- Re-drive: put dead (and, when asked, canceled) jobs back to pending, an
 -- explicit act of an admin, distinct from any worker's outcome. It is the only
@@ -24,28 +24,35 @@
 --                  so the re-driven job runs after the jobs of its group already
 --                  queued, never beside one that runs
 --   workflows      a canceled child whose parents have not all finished
---                  (parents_left > 0) goes back to waiting, not pending; a
---                  re-driven parent does not re-arm the children its end already
---                  settled (canceled under after_policy cancel): re-drive them too
+--                  (parents_left > 0) goes back to waiting, not pending. The
+--                  children a re-driven parent's end canceled (after_policy cancel)
+--                  stay canceled unless rearm_children => true: then they wait for
+--                  it again, and their descendants canceled with them wait again
+--                  too (brooq._rearm); a child that another dead or canceled parent
+--                  still cancels stays canceled. Off by default: a re-drive is a
+--                  repair of one job, and its children may have been handled since.
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
 -- topic was declared with notify => false).
 --
--- retry(job_id): a dead or canceled job (naming one job is asking for it).
+-- retry(job_id, rearm_children => false): a dead or canceled job (naming one job
+--   is asking for it).
 --   Returns true when this call re-drove it; false when there is nothing to
 --   re-drive: the job is pending, failed, processing or done, or no job has this
 --   id. False rather than an error, like cancel.
--- retry_dead(topic, include_canceled => false, max_jobs => 1000, since => NULL):
+-- retry_dead(topic, include_canceled => false, max_jobs => 1000, since => NULL,
+--            rearm_children => false):
 --   the topic's dead jobs (and canceled ones with include_canceled), oldest
 --   first (by the time they became terminal), only those that became terminal
 --   at or after since when given, at most max_jobs per call; rows another
 --   transaction holds are skipped (SKIP LOCKED): call again until it returns 0.
 --   Returns how many jobs it re-drove.
 -- Errors:
---   22004 null_value_not_allowed   job_id, topic, include_canceled or max_jobs is NULL
+--   22004 null_value_not_allowed   job_id, topic, include_canceled, max_jobs or
+--                                  rearm_children is NULL
 --   42704 undefined_object         retry_dead: the topic was not declared
 --   22023 invalid_parameter_value  max_jobs not between 1 and 100000
 -- Touches (also brooq.job_group, for grouped jobs): updates rows of brooq.job (one for retry, up to max_jobs for retry_dead).
-create or replace function brooq._retry(job_ids bigint[], from_states text[])
+create or replace function brooq._retry(job_ids bigint[], from_states text[], rearm_children boolean)
 returns integer
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -56,6 +63,7 @@ declare
     v_topics text[];
     v_grouped bigint[];  -- the grouped jobs to re-drive ...
     v_seqs bigint[];     -- ... and their new group_seq
+    v_parents bigint[];  -- the re-driven jobs that have children
 begin
     -- Ordered groups: a re-driven job goes to the end of its group, numbered under
     -- the group's row lock as an enqueue is (see brooq.job_group, brooq.claim): its
@@ -96,15 +104,21 @@ begin
                group_seq = coalesce((select m.seq from unnest(v_grouped, v_seqs) as m(id, seq) where m.id = j.id),
                                     j.group_seq),
                progress = null,
+               canceled_by = null,
                last_error = format('re-driven from %s by %s at %s; before: %s', j.state, session_user::text, v_now,
                                    coalesce(left(j.last_error, 2000), 'no error')),
                updated_at = v_now
          where j.id = any(_retry.job_ids)
            and j.state = any(_retry.from_states)
            and j.state in ('dead', 'canceled')
-        returning j.topic
+        returning j.id, j.topic, j.has_children
     )
-    select count(*), array_agg(distinct r.topic) into v_count, v_topics from redriven r;
+    select count(*), array_agg(distinct r.topic), array_agg(r.id) filter (where r.has_children)
+      into v_count, v_topics, v_parents
+      from redriven r;
+    if _retry.rearm_children and v_parents is not null then
+        perform brooq._rearm(v_parents);
+    end if;
     perform pg_notify('brooq', t.name)
        from brooq.topic t
       where t.name = any(v_topics) and t.notify;
@@ -112,19 +126,19 @@ begin
 end
 $$;
 
-create or replace function brooq.retry(job_id bigint)
+create or replace function brooq.retry(job_id bigint, rearm_children boolean default false)
 returns boolean
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if retry.job_id is null then
-        raise exception 'brooq.retry: job_id must not be NULL'
+    if retry.job_id is null or retry.rearm_children is null then
+        raise exception 'brooq.retry: job_id and rearm_children must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Pass the id of a dead or canceled job.';
+                  hint = 'Pass the id of a dead or canceled job; leave rearm_children out for false.';
     end if;
-    return brooq._retry(array[retry.job_id], array['dead', 'canceled']) = 1;
+    return brooq._retry(array[retry.job_id], array['dead', 'canceled'], retry.rearm_children) = 1;
 end
 $$;
 
@@ -132,7 +146,8 @@ create or replace function brooq.retry_dead(
     topic text,
     include_canceled boolean default false,
     max_jobs integer default 1000,
-    since timestamptz default null)
+    since timestamptz default null,
+    rearm_children boolean default false)
 returns integer
 language plpgsql
 security definer
@@ -141,10 +156,11 @@ as $$
 declare
     v_states text[];
 begin
-    if retry_dead.topic is null or retry_dead.include_canceled is null or retry_dead.max_jobs is null then
-        raise exception 'brooq.retry_dead: topic, include_canceled and max_jobs must not be NULL'
+    if retry_dead.topic is null or retry_dead.include_canceled is null or retry_dead.max_jobs is null
+        or retry_dead.rearm_children is null then
+        raise exception 'brooq.retry_dead: topic, include_canceled, max_jobs and rearm_children must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Name a topic; leave include_canceled and max_jobs out for their defaults (false, 1000).';
+                  hint = 'Name a topic; leave include_canceled, max_jobs and rearm_children out for their defaults (false, 1000, false).';
     end if;
     if not exists (select from brooq.topic t where t.name = retry_dead.topic) then
         raise exception 'topic "%" does not exist', left(retry_dead.topic, 200)
@@ -165,19 +181,19 @@ begin
            and (retry_dead.since is null or j.updated_at >= retry_dead.since)
          order by j.updated_at, j.id
          limit retry_dead.max_jobs
-           for no key update skip locked), v_states);
+           for no key update skip locked), v_states, retry_dead.rearm_children);
 end
 $$;
 
-comment on function brooq._retry(bigint[], text[]) is
+comment on function brooq._retry(bigint[], text[], boolean) is
 'Private: re-drive the listed jobs that are in one of from_states (dead or canceled) to pending; returns how many.';
-comment on function brooq.retry(bigint) is
-'Re-drive a dead or canceled job to pending (an admin act: attempts kept, a fresh budget of max_attempts, last_error noted); true if re-driven, false otherwise. Errors: 22004 NULL id.';
-comment on function brooq.retry_dead(text, boolean, integer, timestamptz) is
+comment on function brooq.retry(bigint, boolean) is
+'Re-drive a dead or canceled job to pending (an admin act: attempts kept, a fresh budget of max_attempts, last_error noted), and with rearm_children the children its end canceled; true if re-driven, false otherwise. Errors: 22004 NULL argument.';
+comment on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean) is
 'Re-drive up to max_jobs dead (and canceled, if asked) jobs of a topic, oldest first; returns how many. Errors: 22004 NULL argument, 42704 unknown topic, 22023 bad max_jobs.';
 
-revoke all on function brooq._retry(bigint[], text[]) from public;
-revoke all on function brooq.retry(bigint) from public;
-revoke all on function brooq.retry_dead(text, boolean, integer, timestamptz) from public;
-grant execute on function brooq.retry(bigint) to brooq_admin;
-grant execute on function brooq.retry_dead(text, boolean, integer, timestamptz) to brooq_admin;
+revoke all on function brooq._retry(bigint[], text[], boolean) from public;
+revoke all on function brooq.retry(bigint, boolean) from public;
+revoke all on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean) from public;
+grant execute on function brooq.retry(bigint, boolean) to brooq_admin;
+grant execute on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean) to brooq_admin;

@@ -58,6 +58,10 @@ create table brooq.job (
     after_policy    text,
     parents_left    integer         not null default 0,
     has_children    boolean         not null default false,
+    -- a job canceled by the end of a parent (after_policy cancel): that parent, or the
+    -- canceled ancestor it descends from; retry(..., rearm_children => true) of that
+    -- parent makes it wait again. NULL for any other job.
+    canceled_by     bigint,
     constraint job_pkey primary key (id),
     constraint job_lease_iff_processing check (
         (state = 'processing') = (locked_by is not null)
@@ -98,11 +102,11 @@ create index job_lease_idx on brooq.job (locked_until)
 create index job_suspect_idx on brooq.job (topic, priority desc, available_at, id)
     where state in ('pending', 'failed') and lease_losses > 0;
 
--- claim: is an earlier job of the group still active (pending, failed or processing)?
+-- claim: is an earlier job of the group still active (waiting, pending, failed or processing)?
 -- One probe per grouped candidate; holds only grouped jobs that are not terminal.
 -- (table_job_add_group)
 create index job_group_idx on brooq.job (topic, group_key, group_seq)
-    where group_key is not null and state in ('pending', 'failed', 'processing');
+    where group_key is not null and state in ('waiting', 'pending', 'failed', 'processing');
 
 -- purge: terminal rows by age, per topic.
 create index job_terminal_idx on brooq.job (topic, updated_at)

@@ -12,7 +12,10 @@ create type brooq.enqueued as (
 -- execution_left: when the topic's max_execution runs out for this job, and the
 -- time left at the claim (NULL: no max_execution; types_claimed_job_add_execution).
 -- trace_context: the W3C trace context the job was enqueued under
--- (types_claimed_job_add_trace_context).
+-- (types_claimed_job_add_trace_context). parents: for a job with parents
+-- (workflows), a JSON array of them in id order, each {id, topic, state, result,
+-- last_error, updated_at} as brooq.parents gives them; NULL for a job without
+-- parents (types_claimed_job_add_parents).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -25,7 +28,8 @@ create type brooq.claimed_job as (
     created_at   timestamptz,
     execution_deadline timestamptz,
     execution_left     interval,
-    trace_context      jsonb
+    trace_context      jsonb,
+    parents            jsonb
 );
 
 -- brooq.settle_many: the state a settled job was left in.

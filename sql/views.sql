@@ -79,7 +79,7 @@ select t.name as topic,
           and j.available_at <= (select brooq._now())
           and exists (select from brooq.job k
                        where k.topic = j.topic and k.group_key = j.group_key and k.group_key is not null
-                         and k.state in ('pending', 'failed', 'processing') and k.group_seq < j.group_seq)
+                         and k.state in ('waiting', 'pending', 'failed', 'processing') and k.group_seq < j.group_seq)
         group by j.topic
   ) as g on g.topic = t.name
   -- jobs waiting for their parents: each has an edge not settled yet (workflows)

@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from brooq.tools import dashboard_html as html
 from conftest import ROOT, Server
 
 TOKEN = "test-token-0123456789abcdef"
@@ -302,6 +303,16 @@ def test_a_waiting_job_s_page_links_its_parents_with_their_states(
     for parent, state in ((jobs["done"], "done"), (jobs["failed"], "failed")):
         assert f'<a href="/jobs/{parent}" id="parent-{parent}">{parent}</a> <span class="state s-{state}">' in page
     assert 'id="parent-' not in dashboard.get(f"/jobs/{jobs['done']}")[1]
+    # the parent's page links its children, the first MAX_CHILDREN of them, then "..."
+    status, page = dashboard.get(f"/jobs/{jobs['failed']}")
+    assert status == 200 and f'<a href="/jobs/{child}" id="child-{child}">{child}</a> <span class="state s-waiting">' in page
+    assert " ..." not in page.split('id="child-')[-1].split("</dd>")[0]
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.enqueue('email', '{}', after => %s) from generate_series(1, %s)",
+                     [[jobs["failed"]], html.MAX_CHILDREN])
+    page = dashboard.get(f"/jobs/{jobs['failed']}")[1]
+    assert page.count('id="child-') == html.MAX_CHILDREN and " ...</dd>" in page
+    assert 'id="child-' not in dashboard.get(f"/jobs/{child}")[1]
 
 
 def test_re_driving_every_dead_job_of_a_topic_needs_the_token_and_this_dashboard(

@@ -13,7 +13,7 @@ import brooq
 import psycopg
 import pytest
 from brooq import aio
-from helpers import COMMAND, declare
+from helpers import COMMAND, FAST, declare, running, wait_for
 
 
 def test_a_child_waits_for_its_parent_then_reads_its_result(db: str) -> None:
@@ -70,3 +70,96 @@ def cli(db: str, *args: str) -> str:
     done = subprocess.run([*COMMAND, *args, "--dsn", db], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def test_a_handler_reads_its_parents_from_the_claim_and_brooq_job_shows_children(db: str) -> None:
+    """Job.parents comes with the claim (no connection of the handler's own); the
+    parent's children, with their states, in brooq.children and `brooq job`."""
+    seen: dict[int, tuple[tuple[int, str, object, str | None], ...]] = {}
+    worker = brooq.Worker(db, **FAST)
+
+    @worker.handler("wf.read")
+    def read(job: brooq.Job) -> dict[str, int]:
+        assert not isinstance(job.parents, brooq.Undecodable)
+        seen[job.id] = tuple((p.id, p.state, p.result, p.last_error) for p in job.parents)
+        if job.payload.get("fail"):
+            raise brooq.Dead("boom")
+        return {"n": job.payload["n"]}
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        declare(conn, "wf.read")
+        one, two = brooq.enqueue_many(conn, "wf.read", [{"n": 1}, {"n": 2, "fail": True}])
+        child = brooq.enqueue(conn, "wf.read", {"n": 3}, after=[two.id, one.id], after_policy="run")
+        assert [(c.id, c.state, c.parents_left) for c in brooq.children(conn, one.id)] == [
+            (child.id, "waiting", 2)]
+        with running(worker):
+            wait_for(lambda: brooq.get_job(conn, child.id).state == "done",  # type: ignore[union-attr]
+                     what="the child")
+        assert seen[one.id] == () and seen[two.id] == ()  # no parents: an empty tuple
+        assert seen[child.id] == ((one.id, "done", {"n": 1}, None), (two.id, "dead", None, "Dead: boom"))
+        assert [(c.id, c.state, c.parents_left) for c in brooq.children(conn, two.id)] == [
+            (child.id, "done", 0)]
+        with pytest.raises(brooq.InvalidArgument):
+            brooq.children(conn, one.id, limit=0)
+    assert f" children={child.id}:done" in cli(db, "job", str(one.id))
+    shown = json.loads(cli(db, "job", str(one.id), "--json"))
+    assert [(c["id"], c["state"]) for c in shown["children"]] == [(child.id, "done")]
+
+
+def test_a_parent_result_python_cannot_decode_kills_its_child_only(db: str) -> None:
+    """A parent's result too deep for Python's json: the child is dead with the cause,
+    its handler never run; a job claimed beside it runs."""
+    ran: list[int] = []
+    worker = brooq.Worker(db, **FAST)
+
+    @worker.handler("wf.deep")
+    def handle(job: brooq.Job) -> None:
+        ran.append(job.id)
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        declare(conn, "wf.deep")
+        (parent,) = conn.execute("select id from brooq.enqueue('wf.deep', '{}')").fetchone() or ()
+        (token,) = conn.execute("select lease_token from brooq.claim('setup', array['wf.deep'])").fetchone() or ()
+        deep = "[" * 5000 + "]" * 5000
+        conn.execute("select brooq.settle(%s, 'setup', %s, 'done', result => %s::jsonb)", (parent, token, deep))
+        child = brooq.enqueue(conn, "wf.deep", {}, after=[parent])
+        beside = brooq.enqueue(conn, "wf.deep", {})
+        with running(worker):
+            wait_for(lambda: brooq.get_job(conn, beside.id).state == "done",  # type: ignore[union-attr]
+                     what="the job beside")
+            wait_for(lambda: brooq.get_job(conn, child.id).state == "dead",  # type: ignore[union-attr]
+                     what="the child")
+        fate = brooq.get_job(conn, child.id)
+        assert fate is not None and fate.last_error is not None
+        assert fate.last_error.startswith("its parents' results cannot be decoded: RecursionError"), fate.last_error
+    assert ran == [beside.id]
+
+
+def test_a_re_drive_re_arms_the_canceled_children_only_when_asked(db: str) -> None:
+    """brooq.retry(..., rearm_children=True) and `brooq retry --rearm-children`: the
+    child that a dead parent canceled waits for it again; by default it stays canceled."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('wf.redo', max_attempts => 1)")
+        parent = brooq.enqueue(conn, "wf.redo", {})
+        child = brooq.enqueue(conn, "wf.redo", {}, after=[parent.id])
+
+        def kill() -> None:
+            (token,) = conn.execute("select lease_token from brooq.claim('w', array['wf.redo'])").fetchone() or ()
+            conn.execute("select brooq.settle(%s, 'w', %s, 'dead', error => 'bad')", (parent.id, token))
+
+        def state() -> str:
+            return brooq.get_job(conn, child.id).state  # type: ignore[union-attr]
+
+        kill()
+        assert state() == "canceled"
+        assert brooq.retry(conn, parent.id) is True
+        assert state() == "canceled"  # the default: the child stays as the parent's end left it
+        kill()
+        assert brooq.retry(conn, parent.id, rearm_children=True) is True
+        assert state() == "waiting"
+        assert [(c.id, c.state, c.parents_left) for c in brooq.children(conn, parent.id)] == [
+            (child.id, "waiting", 1)]
+        kill()
+        assert state() == "canceled"
+        cli(db, "retry", str(parent.id), "--rearm-children")
+        assert state() == "waiting"

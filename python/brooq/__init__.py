@@ -48,8 +48,8 @@ from brooq.payload import Undecodable
 from brooq.producer import (
     Enqueued,
     JobFate,
-    ParentJob,
     cancel,
+    children,
     declare_topic,
     enqueue,
     enqueue_many,
@@ -58,7 +58,7 @@ from brooq.producer import (
     parents,
     topic_stats,
 )
-from brooq.rows import TopicStats
+from brooq.rows import ChildJob, ParentJob, TopicStats
 from brooq.schema_check import SchemaMismatch, schema_version
 from brooq.settings import Topic, TopicSettings
 from brooq.signals import Cancel, Dead, HandlerSignal, PreserveAttempt, Retry
@@ -70,6 +70,7 @@ __all__ = [
     "BrooqError",
     "Cancel",
     "Canceled",
+    "ChildJob",
     "ConfigError",
     "ConnectError",
     "Dead",
@@ -101,6 +102,7 @@ __all__ = [
     "aio",
     "alter_topic",
     "cancel",
+    "children",
     "declare_topic",
     "drop_topic",
     "enqueue",

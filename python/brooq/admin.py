@@ -121,24 +121,27 @@ def resume_topic(conn: Conn, name: str) -> bool:
         return bool(conn.cursor(row_factory=scalar_row).execute(queries.RESUME_TOPIC, [name]).fetchone())
 
 
-def retry(conn: Conn, job_id: int) -> bool:
+def retry(conn: Conn, job_id: int, *, rearm_children: bool = False) -> bool:
     """Re-drive a dead or canceled job back to pending, with a fresh budget of attempts;
-    False when it is in another state or unknown (needs brooq_admin)."""
+    False when it is in another state or unknown (needs brooq_admin). Workflows:
+    ``rearm_children`` makes the children its end canceled wait for it again (and their
+    descendants canceled with them); by default they stay canceled."""
     _sync(conn, "retry")
     with mapped(ADMIN, conn):
-        return bool(conn.cursor(row_factory=scalar_row).execute(queries.RETRY, [job_id]).fetchone())
+        return bool(conn.cursor(row_factory=scalar_row).execute(queries.RETRY, [job_id, rearm_children]).fetchone())
 
 
 def retry_dead(conn: Conn, topic: str, *, include_canceled: bool = False, max_jobs: int = 1000,
-               since: datetime | None = None) -> int:
+               since: datetime | None = None, rearm_children: bool = False) -> int:
     """Re-drive the topic's dead jobs (and its canceled ones with ``include_canceled``),
     oldest first, those that became terminal at or after ``since`` when given, at most
     ``max_jobs`` (1 to 100000); returns how many. Jobs another transaction holds are
-    skipped: call it again until it returns 0 (needs brooq_admin)."""
+    skipped: call it again until it returns 0 (needs brooq_admin). ``rearm_children``:
+    as in retry, for each job re-driven."""
     _sync(conn, "retry_dead")
     with mapped(ADMIN, conn):
         count = conn.cursor(row_factory=scalar_row).execute(
-            queries.RETRY_DEAD, [topic, include_canceled, max_jobs, since]).fetchone()
+            queries.RETRY_DEAD, [topic, include_canceled, max_jobs, since, rearm_children]).fetchone()
     return int(count or 0)
 
 

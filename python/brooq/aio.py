@@ -29,18 +29,18 @@ from brooq.payload import guard_jsonb
 from brooq.producer import (
     Enqueued,
     JobFate,
-    ParentJob,
     after_args,
     busy_what,
     busy_what_batch,
     declare_topic_params,
     decoded,
+    edge_args,
     enqueue_args,
     enqueue_many_args,
     key_busy,
     trace_arg,
 )
-from brooq.rows import TopicStats
+from brooq.rows import ChildJob, ParentJob, TopicStats
 from brooq.settings import Topic, TopicSettings, takes_settings, topic_row
 from brooq.states import CLAIMABLE
 from brooq.waiting import wait_async as wait
@@ -77,14 +77,19 @@ async def enqueue(conn: AsyncConn, topic: str, payload: Any, *, key: str | None 
 async def enqueue_many(conn: AsyncConn, topic: str, payloads: Iterable[Any], *,
                        keys: Sequence[str | None] | None = None, at: datetime | None = None,
                        delay: timedelta | None = None, priority: int = 0,
-                       groups: Sequence[str | None] | None = None) -> list[Enqueued]:
-    """Enqueue many jobs of one topic in one statement; results in input order."""
+                       groups: Sequence[str | None] | None = None,
+                       after: Sequence[tuple[int, int]] | None = None,
+                       after_policy: str = "cancel") -> list[Enqueued]:
+    """Enqueue many jobs of one topic in one statement; results in input order
+    (``after``: a workflow's edges, see brooq.enqueue_many)."""
     args = enqueue_many_args(topic, payloads, keys, at, delay, priority, groups)
+    edges = edge_args(after, after_policy)
+    query = queries.ENQUEUE_MANY if not edges else queries.ENQUEUE_MANY_AFTER
 
     async def call(trace_context: dict[str, str] | None) -> list[Enqueued]:
         try:
             with mapped(PRODUCER, conn):
-                cur = await conn.execute(queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)])
+                cur = await conn.execute(query, [*args, trace_arg(trace_context), *edges])
                 rows = await cur.fetchall()
             return [Enqueued._make(row) for row in rows]
         except KeyBusy as exc:
@@ -137,6 +142,18 @@ async def parents(conn: AsyncConn, job_id: int) -> list[ParentJob]:
         return await cur.fetchall()
 
 
+async def children(conn: AsyncConn, job_id: int, *, limit: int = 100) -> list[ChildJob]:
+    """The jobs that wait (or waited) for a job; see brooq.children."""
+    if job_id is None:
+        raise InvalidArgument("job_id must not be None")
+    if not 1 <= limit <= 10000:
+        raise InvalidArgument(f"limit {limit} is not between 1 and 10000")
+    with mapped(PRODUCER, conn):
+        cur = conn.cursor(row_factory=class_row(ChildJob))
+        await cur.execute(queries.CHILDREN, [job_id, limit])
+        return await cur.fetchall()
+
+
 async def topic_stats(conn: AsyncConn) -> list[TopicStats]:
     """Depth and lag of every topic (brooq.topic_stats), ordered by topic."""
     with mapped(WORKER, conn):
@@ -178,15 +195,18 @@ async def resume_topic(conn: AsyncConn, name: str) -> bool:
     return bool(await _scalar(conn, queries.RESUME_TOPIC, [name]))
 
 
-async def retry(conn: AsyncConn, job_id: int) -> bool:
-    """Re-drive a dead or canceled job; False when it is in another state or unknown."""
-    return bool(await _scalar(conn, queries.RETRY, [job_id]))
+async def retry(conn: AsyncConn, job_id: int, *, rearm_children: bool = False) -> bool:
+    """Re-drive a dead or canceled job; False when it is in another state or unknown.
+    See brooq.retry (``rearm_children``)."""
+    return bool(await _scalar(conn, queries.RETRY, [job_id, rearm_children]))
 
 
 async def retry_dead(conn: AsyncConn, topic: str, *, include_canceled: bool = False,
-                     max_jobs: int = 1000, since: datetime | None = None) -> int:
+                     max_jobs: int = 1000, since: datetime | None = None,
+                     rearm_children: bool = False) -> int:
     """Re-drive the topic's dead jobs; returns how many. See brooq.retry_dead."""
-    return int(await _scalar(conn, queries.RETRY_DEAD, [topic, include_canceled, max_jobs, since]) or 0)
+    return int(await _scalar(conn, queries.RETRY_DEAD,
+                             [topic, include_canceled, max_jobs, since, rearm_children]) or 0)
 
 
 async def flush(conn: AsyncConn, topic: str, states: Sequence[str] = CLAIMABLE) -> int:

@@ -10,6 +10,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from brooq.otel import current_context
+from brooq.payload import Undecodable
+from brooq.rows import ParentJob, parent_jobs
 
 _LOCK = threading.Lock()  # guards every Canceled (set, callbacks, the lazily made event)
 
@@ -114,6 +116,7 @@ class Job:
         "id",
         "lease_token",
         "max_attempts",
+        "parents",
         "payload",
         "priority",
         "reported",
@@ -126,7 +129,8 @@ class Job:
                  priority: int, lease_token: int, created_at: datetime,
                  execution_deadline: datetime | None = None,
                  execution_left: timedelta | None = None,
-                 trace_context: dict[str, str] | None = None) -> None:
+                 trace_context: dict[str, str] | None = None,
+                 parents: list[dict[str, Any]] | Undecodable | None = None) -> None:
         self.id = id
         self.topic = topic
         self.payload = payload
@@ -141,6 +145,11 @@ class Job:
         self.execution_left = execution_left
         # the W3C trace context it was enqueued under (brooq.tracing), None: none
         self.trace_context = trace_context
+        # workflows: the parents' states and results as the claim read them, by id (empty:
+        # no parents); an Undecodable when a result is JSON Python cannot decode
+        self.parents: tuple[ParentJob, ...] | Undecodable = (
+            () if parents is None else parents if type(parents) is Undecodable
+            else parent_jobs(parents))  # type: ignore[arg-type]
         # Made when first asked for: most jobs are never canceled nor chain anything, and
         # two objects fewer per job is ~10% of a no-op job's cost in the worker.
         self._canceled: Canceled | None = None

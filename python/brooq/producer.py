@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 from brooq import queries, tracing
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, UndecodableJob, mapped
 from brooq.payload import Undecodable, guard_jsonb, jsonb
-from brooq.rows import TopicStats
+from brooq.rows import ChildJob, ParentJob, TopicStats
 from brooq.settings import Topic, TopicSettings, parameters, takes_settings, topic_row
 from brooq.states import STATES
 
@@ -117,6 +117,20 @@ def enqueue_many_args(topic: str, payloads: Iterable[Any], keys: Sequence[str | 
             priority, delay, None if groups is None else list(groups)]
 
 
+def edge_args(after: Sequence[tuple[int, int]] | None, after_policy: str) -> list[Any]:
+    """The after_child, after_parent and after_policy parameters of
+    queries.ENQUEUE_MANY_AFTER (shared with brooq.aio): ``after`` is (child, parent)
+    pairs, the child an element from 1, the parent a job id or -k for element k of the
+    same call. None for a call without edges, which takes queries.ENQUEUE_MANY."""
+    if after is None and after_policy == "cancel":
+        return []
+    edges = [] if after is None else list(after)
+    if any(len(edge) != 2 for edge in edges):
+        raise InvalidArgument("after takes (child, parent) pairs: the child an element of the call "
+                              "from 1, the parent a job id or -k for element k")
+    return [[c for c, _ in edges], [p for _, p in edges], after_policy]
+
+
 def busy_what(key: str | None, group: str | None) -> str:
     """What an enqueue waited on too long (55P03): its idempotency key, its group, or either."""
     named = [f"idempotency key {key[:40]!r}" if key else "", f"group {group[:40]!r}" if group else ""]
@@ -152,16 +166,23 @@ def key_busy(exc: KeyBusy, topic: str, what: str) -> KeyBusy:
 def enqueue_many(conn: Conn, topic: str, payloads: Iterable[Any], *,
                  keys: Sequence[str | None] | None = None, at: datetime | None = None,
                  delay: timedelta | None = None, priority: int = 0,
-                 groups: Sequence[str | None] | None = None) -> list[Enqueued]:
+                 groups: Sequence[str | None] | None = None,
+                 after: Sequence[tuple[int, int]] | None = None,
+                 after_policy: str = "cancel") -> list[Enqueued]:
     """Enqueue many jobs of one topic in one statement; results in input order.
-    ``groups``: one ordered group per payload (None: no group), see enqueue."""
+    ``groups``: one ordered group per payload (None: no group), see enqueue.
+    ``after``: a workflow's edges, (child, parent) pairs: element ``child`` (from 1)
+    waits for ``parent``, a job id or ``-k`` for element k of this call (an earlier
+    one); ``after_policy`` for every child, as in enqueue."""
     _sync(conn, "enqueue_many")
     args = enqueue_many_args(topic, payloads, keys, at, delay, priority, groups)
+    edges = edge_args(after, after_policy)
+    query = queries.ENQUEUE_MANY if not edges else queries.ENQUEUE_MANY_AFTER
 
     def call(trace_context: dict[str, str] | None) -> list[Enqueued]:
         try:
             with mapped(PRODUCER, conn):
-                rows = conn.execute(queries.ENQUEUE_MANY, [*args, trace_arg(trace_context)]).fetchall()
+                rows = conn.execute(query, [*args, trace_arg(trace_context), *edges]).fetchall()
             return [Enqueued._make(row) for row in rows]
         except KeyBusy as exc:
             raise key_busy(exc, topic, busy_what_batch(groups)) from exc.__cause__
@@ -234,17 +255,6 @@ def get_job(conn: Conn, job_id: int) -> JobFate | None:
         return decoded(cur.execute(queries.GET_JOB, [job_id]).fetchone())
 
 
-class ParentJob(NamedTuple):
-    """A parent of a job (see :func:`parents`): its state, and its result or last_error."""
-
-    id: int
-    topic: str
-    state: str
-    result: Any
-    last_error: str | None
-    updated_at: datetime
-
-
 def parents(conn: Conn, job_id: int) -> list[ParentJob]:
     """The parents of a job (workflows: ``enqueue(..., after=...)``) in one query, by id:
     a child's handler reads their states and results here, not one get_job per parent.
@@ -256,6 +266,20 @@ def parents(conn: Conn, job_id: int) -> list[ParentJob]:
     guard_jsonb(cur)
     with mapped(PRODUCER, conn):
         return cur.execute(queries.PARENTS, [job_id]).fetchall()
+
+
+def children(conn: Conn, job_id: int, *, limit: int = 100) -> list[ChildJob]:
+    """The jobs that wait (or waited) for a job, lowest ids first, at most ``limit`` (1 to
+    10000; ask for one more than you show to learn whether there are more): their states
+    and the parents each still waits for. Empty for a job without children."""
+    _sync(conn, "children")
+    if job_id is None:
+        raise InvalidArgument("job_id must not be None")
+    if not 1 <= limit <= 10000:
+        raise InvalidArgument(f"limit {limit} is not between 1 and 10000")
+    cur = conn.cursor(row_factory=class_row(ChildJob))
+    with mapped(PRODUCER, conn):
+        return cur.execute(queries.CHILDREN, [job_id, limit]).fetchall()
 
 
 def decoded(fate: JobFate | None) -> JobFate | None:

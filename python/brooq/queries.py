@@ -41,6 +41,17 @@ select id, created
                           group_keys => %s::text[], trace_context => %s::jsonb)
 """
 
+# enqueue_many with a workflow's edges (after_child[i] waits for after_parent[i])
+ENQUEUE_MANY_AFTER: LiteralString = """
+select id, created
+  from brooq.enqueue_many(topic => %s::text, payloads => %s::jsonb[],
+                          idempotency_keys => %s::text[], available_at => %s::timestamptz,
+                          priority => %s::integer, delay => %s::interval,
+                          group_keys => %s::text[], trace_context => %s::jsonb,
+                          after_child => %s::integer[], after_parent => %s::bigint[],
+                          after_policy => %s::text)
+"""
+
 # A topic's settings: every setting named, from brooq.settings.TopicSettings (one named
 # parameter each; alter_topic's None leaves a setting as it is, clear sets it to none).
 DECLARE_TOPIC: LiteralString = (
@@ -63,17 +74,23 @@ select count(*) from brooq.jobs where topic = %s::text and state = any(%s::text[
 """
 
 # Re-drive (admin): a dead or canceled job back to pending; a topic's dead jobs in bulk.
-RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint)"
+RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint, rearm_children => %s::boolean)"
 
 RETRY_DEAD: LiteralString = """
 select brooq.retry_dead(topic => %s::text, include_canceled => %s::boolean,
-                        max_jobs => %s::integer, since => %s::timestamptz)
+                        max_jobs => %s::integer, since => %s::timestamptz,
+                        rearm_children => %s::boolean)
 """
 
 # brooq.jobs is the read-only view of brooq.job, granted to the three roles.
 # A job's parents (workflows), with their states and outcomes, in one query.
 PARENTS: LiteralString = """
 select id, topic, state, result, last_error, updated_at from brooq.parents(%s::bigint)
+"""
+
+CHILDREN: LiteralString = """
+select id, topic, state, parents_left, after_policy, last_error, updated_at
+  from brooq.children(%s::bigint, %s::integer)
 """
 
 GET_JOB: LiteralString = """
@@ -164,7 +181,7 @@ RESUME_TOPIC: LiteralString = "select brooq.resume_topic(%s::text)"
 # before it, claim included. Settles stay durable: their own transactions.
 CLAIM: LiteralString = """
 select id, topic, payload, attempt, max_attempts, priority, lease_token, created_at,
-       execution_deadline, execution_left, trace_context
+       execution_deadline, execution_left, trace_context, parents
   from pg_catalog.set_config('synchronous_commit', 'off', true),
        brooq.claim(worker => %s::text, topics => %s::text[], max_jobs => %s::integer,
                    lease => %s::interval)

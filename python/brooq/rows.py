@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
 from psycopg import Cursor
@@ -71,3 +71,34 @@ class Reaped(NamedTuple):
 
     id: int
     topic: str
+
+
+class ParentJob(NamedTuple):
+    """A parent of a job (brooq.parents, and Job.parents in a handler): its state, and its
+    result or last_error."""
+
+    id: int
+    topic: str
+    state: str
+    result: Any
+    last_error: str | None
+    updated_at: datetime
+
+
+class ChildJob(NamedTuple):
+    """A job that waits (or waited) for a job (brooq.children): its state, and how many of
+    its parents have not finished yet."""
+
+    id: int
+    topic: str
+    state: str
+    parents_left: int
+    after_policy: str
+    last_error: str | None
+    updated_at: datetime
+
+
+def parent_jobs(parents: list[dict[str, Any]]) -> tuple[ParentJob, ...]:
+    """The ParentJob rows of the JSON array brooq.claim hands a job with parents."""
+    return tuple(ParentJob(p["id"], p["topic"], p["state"], p["result"], p["last_error"],
+                           datetime.fromisoformat(p["updated_at"])) for p in parents)

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(303);
+select plan(315);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -29,7 +29,10 @@ insert into matrix values
     ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text)', true, false, true),
     ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text)', true, false, true),
     ('brooq._release(bigint[], text[])', false, false, false),
+    ('brooq._rearm(bigint[])', false, false, false),
     ('brooq.parents(bigint)', true, true, true),
+    ('brooq.children(bigint, integer)', true, true, true),
+    ('brooq._parents_json(bigint)', false, false, false),
     ('brooq.claim(text, text[], integer, interval)', false, true, true),
     ('brooq.settle(bigint, text, bigint, text, text, interval, jsonb)', false, true, true),
     ('brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[])', false, true, true),
@@ -38,9 +41,9 @@ insert into matrix values
     ('brooq.unwatch(bigint)', true, true, true),
     ('brooq.reap(integer)', false, true, true),
     ('brooq.cancel(bigint)', false, false, true),
-    ('brooq.retry(bigint)', false, false, true),
-    ('brooq.retry_dead(text, boolean, integer, timestamptz)', false, false, true),
-    ('brooq._retry(bigint[], text[])', false, false, false),
+    ('brooq.retry(bigint, boolean)', false, false, true),
+    ('brooq.retry_dead(text, boolean, integer, timestamptz, boolean)', false, false, true),
+    ('brooq._retry(bigint[], text[], boolean)', false, false, false),
     ('brooq.health()', false, true, true),
     ('brooq._health_jobs()', false, true, true),
     ('brooq.schedule(text, text, text, jsonb, integer, text)', false, false, true),

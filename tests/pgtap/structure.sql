@@ -13,7 +13,7 @@ select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'f
 select views_are('brooq', array['topics', 'topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats', 'staged_calls'],
     'brooq has exactly the views topics, topic_stats, in_flight, jobs, schedules, retention_stats and staged_calls');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check', 'ticked_job',
-                                'parent_job'],
+                                'parent_job', 'child_job'],
     'brooq has exactly its named row types and the state domain');
 select domains_are('brooq', array['job_state'], 'brooq has the one domain job_state');
 select domain_type_is('brooq', 'job_state', 'text', 'job_state is a text domain (revertible, unlike an enum)');
@@ -44,7 +44,7 @@ select columns_are('brooq', 'job',
     array['id', 'topic', 'payload', 'state', 'priority', 'attempts', 'max_attempts', 'idempotency_key',
           'available_at', 'created_at', 'updated_at', 'locked_by', 'locked_until', 'lease_token',
           'last_error', 'result', 'lease_losses', 'progress', 'first_claimed_at', 'group_key', 'group_seq',
-          'trace_context', 'after_policy', 'parents_left', 'has_children']);
+          'trace_context', 'after_policy', 'parents_left', 'has_children', 'canceled_by']);
 select col_is_pk('brooq', 'job', 'id', 'job is keyed by id');
 select col_type_is('brooq', 'job', 'id', 'bigint', 'job ids are bigint');
 select col_type_is('brooq', 'job', 'payload', 'jsonb', 'the payload is jsonb');
@@ -82,8 +82,8 @@ select has_index('brooq', 'job', 'job_group_idx', array['topic', 'group_key', 'g
     'job_group_idx is on (topic, group_key, group_seq): the first active job of a group');
 select is(
     (select pg_get_expr(i.indpred, i.indrelid) from pg_index i where i.indexrelid = 'brooq.job_group_idx'::regclass),
-    $$((group_key IS NOT NULL) AND ((state)::text = ANY (ARRAY['pending'::text, 'failed'::text, 'processing'::text])))$$,
-    'job_group_idx holds the active grouped jobs only');
+    $$((group_key IS NOT NULL) AND ((state)::text = ANY (ARRAY['waiting'::text, 'pending'::text, 'failed'::text, 'processing'::text])))$$,
+    'job_group_idx holds the active grouped jobs only (waiting for parents included)');
 select has_index('brooq', 'job', 'job_ready_idx', array['topic', 'priority', 'available_at', 'id', 'state'],
     'job_ready_idx is on (topic, priority, available_at, id), carrying state for topic_stats');
 select is(
@@ -115,7 +115,7 @@ select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a
       where a.attrelid = (select typrelid from pg_type where oid = 'brooq.claimed_job'::regtype) and a.attnum > 0),
     array['id', 'topic', 'payload', 'attempt', 'max_attempts', 'priority', 'lease_token', 'locked_until', 'created_at',
-          'execution_deadline', 'execution_left', 'trace_context'],
+          'execution_deadline', 'execution_left', 'trace_context', 'parents'],
     'claimed_job carries lease_token under the name settle and heartbeat take');
 select is(
     (select array_agg(a.attname::text order by a.attnum) from pg_attribute a

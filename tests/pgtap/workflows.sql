@@ -6,7 +6,7 @@
 -- purge, flush and retain_done => false keep a parent a waiting child needs;
 -- re-drive; errors. The races: tests/test_sql_races.py.
 begin;
-select plan(93);
+select plan(137);
 
 set local brooq.now = '2030-01-01 00:00:00+00';
 select lives_ok($$ select brooq.declare_topic('w.a', max_attempts => 1) $$, 'a topic');
@@ -223,6 +223,112 @@ select results_eq(format($$ select state::text, last_error from brooq.job where 
     format($$ values ('canceled', 'parent job %s ended canceled (after_policy cancel)') $$, :fp),
     'its child counts it canceled');
 
+-- the claim hands a child its parents; children(); a job without parents pays nothing --------
+
+select lives_ok($$ select brooq.declare_topic('w.claim') $$, 'a topic for the claim''s parents');
+select id as cp1 from brooq.enqueue('w.claim', '{"cp": 1}') \gset
+select id as cp2 from brooq.enqueue('w.claim', '{"cp": 2}') \gset
+select id as cc from brooq.enqueue('w.claim', '{}', after => array[:cp2, :cp1]::bigint[], after_policy => 'run') \gset
+create temp table cpar on commit drop as select id, lease_token, parents from brooq.claim('w', array['w.claim'], 10);
+select is((select count(*)::int from cpar where parents is null), 2, 'a claimed job without parents carries parents NULL');
+select is((select count(*)::int from cpar where id = :cc), 0, 'the waiting child is not claimed');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'done', result => '{"r": 1}') $$, :cp1,
+                       (select lease_token from cpar where id = :cp1)), 'one parent done, with a result');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'dead', error => 'boom') $$, :cp2,
+                       (select lease_token from cpar where id = :cp2)), 'the other dead (policy run)');
+select results_eq(
+    format($$ select p->>'id', p->>'state', p->'result', p->>'last_error', (p->>'updated_at')::timestamptz
+                from brooq.claim('w', array['w.claim'], 10) c, jsonb_array_elements(c.parents) p
+               where c.id = %s $$, :cc),
+    format($$ values (%L, 'done', '{"r": 1}'::jsonb, null::text, '2030-01-03 00:00:00+00'::timestamptz),
+                     (%L, 'dead', 'null'::jsonb, 'boom', '2030-01-03 00:00:00+00'::timestamptz) $$, :cp1, :cp2),
+    'the claim hands the child each parent''s state, result and error, in id order');
+select results_eq(format($$ select id, state::text, parents_left, after_policy from brooq.children(%s) $$, :cp1),
+    format($$ values (%s::bigint, 'processing', 0, 'run') $$, :cc), 'children(): the child, its state and parents left');
+select is((select count(*)::int from brooq.children(:cc)), 0, 'a job without children has none');
+select is((select count(*)::int from brooq.children(9999999)), 0, 'an unknown id has none');
+select throws_ok($$ select * from brooq.children(null) $$, '22004', null, 'children: a NULL id, 22004');
+select throws_ok($$ select * from brooq.children(1, 0) $$, '22023', 'invalid max_rows 0', 'children: max_rows out of range, 22023');
+
+-- groups: a waiting job holds its group's place ------------------------------------------------
+
+select lives_ok($$ select brooq.declare_topic('w.g') $$, 'a topic with groups');
+select id as gp from brooq.enqueue('w.g', '{"gp": 1}') \gset
+select id as gw from brooq.enqueue('w.g', '{"gw": 1}', group_key => 'g', after => array[:gp]::bigint[]) \gset
+select id as gl from brooq.enqueue('w.g', '{"gl": 1}', group_key => 'g') \gset
+select results_eq(format($$ select state::text, group_seq from brooq.job where id in (%s, %s) order by id $$, :gw, :gl),
+    $$ values ('waiting', 1::bigint), ('pending', 2::bigint) $$, 'a job with parents and a group: waiting, first in its group');
+select is((select held_by_group from brooq.topic_stats where topic = 'w.g'), 1::bigint,
+    'topic_stats: the later job of the group is held back by the waiting one');
+create temp table gc1 on commit drop as select id, lease_token from brooq.claim('w', array['w.g'], 10);
+select results_eq($$ select id from gc1 $$, format($$ values (%s::bigint) $$, :gp),
+    'a claim takes the parent, never the later job of the group the waiting one holds');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'done') $$, :gp, (select lease_token from gc1)), 'the parent done');
+create temp table gc2 on commit drop as select id, lease_token from brooq.claim('w', array['w.g'], 10);
+select results_eq($$ select id from gc2 $$, format($$ values (%s::bigint) $$, :gw),
+    'then the released job, first of its group, and not yet the next one');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'done') $$, :gw, (select lease_token from gc2)), 'it is done');
+select results_eq($$ select id from brooq.claim('w', array['w.g'], 10) $$, format($$ values (%s::bigint) $$, :gl),
+    'then the group''s next job');
+select id as gm from brooq.enqueue_many('w.g', array['{}', '{}', '{}']::jsonb[], group_keys => array[null, 'h', 'h'],
+    after_child => array[2], after_parent => array[-1]) limit 1 \gset
+select results_eq(format($$ select state::text, group_key, group_seq from brooq.job where id >= %s order by id $$, :gm),
+    $$ values ('pending', null, null), ('waiting', 'h', 1::bigint), ('pending', 'h', 2::bigint) $$,
+    'enqueue_many: edges and groups together');
+select results_eq(format($$ select id from brooq.claim('w', array['w.g'], 10) $$),
+    format($$ values (%s::bigint) $$, :gm), 'the group h waits behind its waiting first job');
+
+-- re-drive with rearm_children: the children a parent's end canceled wait for it again --------
+
+select lives_ok($$ select brooq.declare_topic('w.rp', max_attempts => 1) $$, 'a topic of parents');
+select lives_ok($$ select brooq.declare_topic('w.rc') $$, 'a topic of children');
+select id as rp from brooq.enqueue('w.rp', '{}') \gset
+select id as rq from brooq.enqueue('w.rp', '{}') \gset
+select id as rk from brooq.enqueue('w.rc', '{}', after => array[:rp, :rq]::bigint[]) \gset
+select id as rg from brooq.enqueue('w.rc', '{}', after => array[:rk]::bigint[]) \gset
+select id as rh from brooq.enqueue('w.rc', '{}', after => array[:rp]::bigint[]) \gset
+select ok(brooq.cancel(:rh), 'a child canceled by hand');
+select is((select count(*)::int from brooq.claim('w', array['w.rp'], 10, '1 hour')), 2, 'both parents claimed');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'done'), brooq.settle(%s, 'w', %s, 'dead', error => 'bad') $$,
+    :rq, (select lease_token from brooq.job where id = :rq), :rp, (select lease_token from brooq.job where id = :rp)),
+    'one parent done, the other dead');
+select results_eq(format($$ select id, state::text, canceled_by from brooq.job where id in (%s, %s, %s) order by id $$, :rk, :rg, :rh),
+    format($$ values (%s::bigint, 'canceled', %s::bigint), (%s, 'canceled', %s), (%s, 'canceled', null) $$, :rk, :rp, :rg, :rk, :rh),
+    'canceled_by names the parent (or the canceled ancestor); NULL for a cancel by hand');
+select ok(brooq.retry(:rp), 're-driven without rearm_children ...');
+select results_eq(format($$ select state::text from brooq.job where id = %s $$, :rk), $$ values ('canceled') $$,
+    '... its children stay canceled (the default)');
+select is((select count(*)::int from brooq.claim('w', array['w.rp'], 10, '1 hour')), 1, 'the parent claimed again');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'dead', error => 'bad') $$, :rp, (select lease_token from brooq.job where id = :rp)),
+    'and dead again');
+select ok(brooq.retry(:rp, rearm_children => true), 're-driven with rearm_children');
+select results_eq(format($$ select id, state::text, parents_left, canceled_by from brooq.job where id in (%s, %s, %s) order by id $$, :rk, :rg, :rh),
+    format($$ values (%s::bigint, 'waiting', 1, null::bigint), (%s, 'waiting', 1, null), (%s, 'canceled', 0, null) $$, :rk, :rg, :rh),
+    'its child waits for it again, and so does the grandchild; the child canceled by hand does not');
+select matches((select last_error from brooq.job where id = :rk), format('^re-armed: parent job %s re-driven by ', :rp),
+    'last_error says who re-armed it');
+select is((select count(*)::int from brooq.claim('w', array['w.rc'], 10, '1 hour')), 0, 'nothing of theirs is claimable yet');
+select is((select count(*)::int from brooq.claim('w', array['w.rp'], 10, '1 hour')), 1, 'the parent claimed a third time');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'done') $$, :rp, (select lease_token from brooq.job where id = :rp)),
+    'and done');
+select results_eq(format($$ select state::text, parents_left from brooq.job where id = %s $$, :rk), $$ values ('pending', 0) $$,
+    'the re-armed child is pending once its parents are done');
+select id as rm_a from brooq.enqueue('w.rp', '{}') \gset
+select id as rm_b from brooq.enqueue('w.rp', '{}') \gset
+select id as rm from brooq.enqueue('w.rc', '{}', after => array[:rm_a, :rm_b]::bigint[]) \gset
+select is((select count(*)::int from brooq.claim('w', array['w.rp'], 10, '1 hour')), 2, 'two more parents');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'dead', error => 'bad'), brooq.settle(%s, 'w', %s, 'dead', error => 'bad') $$,
+    :rm_a, (select lease_token from brooq.job where id = :rm_a), :rm_b, (select lease_token from brooq.job where id = :rm_b)),
+    'both dead');
+select ok(brooq.retry(:rm_a, rearm_children => true), 'one re-driven with rearm_children');
+select results_eq(format($$ select state::text, canceled_by, last_error from brooq.job where id = %s $$, :rm),
+    format($$ values ('canceled', %s::bigint, 'parent job %s ended dead (after_policy cancel)') $$, :rm_b, :rm_b),
+    'a child another dead parent still cancels stays canceled, now in that parent''s name');
+select ok(brooq.retry(:rm_b, rearm_children => true), 'the other re-driven with rearm_children');
+select results_eq(format($$ select state::text, parents_left from brooq.job where id = %s $$, :rm), $$ values ('waiting', 2) $$,
+    'now it waits for both');
+select throws_ok($$ select brooq.retry(1, rearm_children => null) $$, '22004', null, 'rearm_children NULL: 22004');
+
 -- errors -----------------------------------------------------------------------------------------
 
 select throws_ok($$ select brooq.enqueue('w.b', '{}', after => array[9999999]::bigint[]) $$,
@@ -231,8 +337,6 @@ select throws_ok($$ select brooq.enqueue('w.b', '{}', after => array[null]::bigi
     '22004', 'brooq.enqueue: after holds a NULL parent id', 'a NULL parent id: 22004');
 select throws_ok(format($$ select brooq.enqueue('w.b', '{}', after => array[%s]::bigint[], after_policy => 'maybe') $$, :p1),
     '22023', 'unknown after_policy "maybe"', 'an unknown policy: 22023');
-select throws_ok(format($$ select brooq.enqueue('w.b', '{}', after => array[%s]::bigint[], group_key => 'g') $$, :p1),
-    '22023', null, 'parents and a group: 22023');
 select throws_ok($$ select brooq.enqueue('w.b', '{}', after => array(select generate_series(1, 10001)::bigint)) $$,
     '54000', 'brooq.enqueue: 10001 parents, more than 10000', 'more than 10000 parents: 54000');
 select throws_ok($$ select brooq.enqueue_many('w.b', array['{}', '{}']::jsonb[], after_child => array[1], after_parent => array[-2]::bigint[]) $$,
@@ -245,7 +349,7 @@ select throws_ok($$ select brooq.enqueue_many('w.b', array['{}']::jsonb[], after
     '23503', 'parent job 9999999 does not exist', 'enqueue_many: an unknown parent, 23503');
 select throws_ok(format($$ select brooq.enqueue_many('w.b', array['{}']::jsonb[], idempotency_keys => array['k'],
                                 after_child => array[1], after_parent => array[%s]::bigint[]) $$, :p1),
-    '22023', null, 'edges with idempotency keys: 22023');
+    '22023', 'brooq.enqueue_many: edges (after_child) with idempotency_keys', 'edges with idempotency keys: 22023');
 
 select * from finish();
 rollback;

@@ -27,9 +27,9 @@ from brooq import admin, config, producer, queries, settings
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
 from brooq.messages import _, _n
-from brooq.producer import JobFate, ParentJob
+from brooq.producer import JobFate
 from brooq.redact import one_line, remember
-from brooq.rows import TopicStats
+from brooq.rows import ChildJob, ParentJob, TopicStats
 from brooq.schema_check import SchemaMismatch, check_schema
 from brooq.settings import Topic
 from brooq.states import CLAIMABLE, HELD_BY, STATES, TERMINAL
@@ -168,7 +168,7 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def json_row(row: JobFate | TopicStats | ParentJob) -> dict[str, Any]:
+def json_row(row: JobFate | TopicStats | ParentJob | ChildJob) -> dict[str, Any]:
     return {k: json_value(v) for k, v in row._asdict().items()}
 
 
@@ -176,18 +176,28 @@ def write_json(out: TextIO, value: Any) -> None:
     out.write(json.dumps(value, ensure_ascii=False) + "\n")
 
 
+CHILDREN_SHOWN = 20  # brooq job's line; --json lists up to 10,000
+
+
 def cmd_job(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
         fate = producer.get_job(conn, args.id)
         parents = producer.parents(conn, args.id) if fate is not None else []
+        children = producer.children(conn, args.id, limit=10000 if args.json else CHILDREN_SHOWN + 1) \
+            if fate is not None else []
     if fate is None:
         raise Failure(_("cli.job_not_found", id=args.id))
     if args.json:
-        write_json(out, json_row(fate) | {"parents": [json_row(p) for p in parents]})
+        write_json(out, json_row(fate) | {"parents": [json_row(p) for p in parents],
+                                          "children": [json_row(c) for c in children]})
     else:
         line = format_fate(fate)
         if parents:  # what it waits for, or waited for (workflows)
             line += " parents=" + ",".join(f"{p.id}:{p.state}" for p in parents)
+        if children:  # what waits, or waited, for it
+            line += " children=" + ",".join(f"{c.id}:{c.state}" for c in children[:CHILDREN_SHOWN])
+            if len(children) > CHILDREN_SHOWN:
+                line += ",..."
         out.write(line + "\n")
     return 0
 
@@ -254,11 +264,11 @@ def cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(_("cli.retry_dead_options"))
     with connect(args) as conn:
         if args.id is not None:
-            redriven = admin.retry(conn, args.id)
+            redriven = admin.retry(conn, args.id, rearm_children=args.rearm_children)
         else:
             max_jobs = args.max_jobs or 1000
             count = admin.retry_dead(conn, args.dead, include_canceled=args.canceled, max_jobs=max_jobs,
-                                     since=args.since)
+                                     since=args.since, rearm_children=args.rearm_children)
     if args.id is not None:
         if redriven:
             out.write(_("cli.redriven", id=args.id) + "\n")
@@ -830,6 +840,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=_("help.retry.max_jobs"))
     p.add_argument("--since", type=instant, metavar="TIME",
                    help=_("help.retry.since"))
+    p.add_argument("--rearm-children", action="store_true", help=_("help.retry.rearm_children"))
     p.set_defaults(func=cmd_retry, parser=p)
 
     p = sub.add_parser("flush", parents=[dsn],

@@ -382,9 +382,11 @@ class Database:
                 return None
             try:
                 parents = producer.parents(conn, job_id)
-            except PermissionDenied:  # a read-only role granted before workflows: no parents shown
+                children = producer.children(conn, job_id, limit=html.MAX_CHILDREN + 1)
+            except PermissionDenied:  # a read-only role granted before workflows: neither shown
                 return job
-            return job._replace(parents=tuple((p.id, p.state) for p in parents))
+            return job._replace(parents=tuple((p.id, p.state) for p in parents),
+                                children=tuple((c.id, c.state) for c in children))
 
     def act(self, action: str, target: int | str) -> bool:
         """Run an action (needs brooq_admin): whether it changed anything."""
@@ -393,8 +395,10 @@ class Database:
                 return producer.cancel(conn, int(target))
             if action == "retry-dead":  # the topic's dead jobs, oldest first, 1000 at most
                 return admin.retry_dead(conn, str(target)) > 0
+            if action == "retry":  # the job alone: its canceled children are not re-armed
+                return admin.retry(conn, int(target))
             with mapped(ADMIN, conn):
-                query = {"retry": queries.RETRY, "pause": queries.PAUSE_TOPIC,
+                query = {"pause": queries.PAUSE_TOPIC,
                          "resume": queries.RESUME_TOPIC}[action]
                 row = conn.execute(query, [target]).fetchone()
             return bool(row and row[0])

@@ -21,6 +21,7 @@ from brooq.states import CANCELABLE, CLAIMABLE, REDRIVABLE, TERMINAL, JobState
 from brooq.tools.text import format_duration
 
 MAX_SHOWN = 65536  # characters of a payload, result or error on a page
+MAX_CHILDREN = 50  # children linked on a job's page; more are summed up as "..."
 
 # The states the list of jobs filters on; without a filter it shows the dead and failed.
 LISTED: tuple[JobState, ...] = ("dead", "failed", "canceled")
@@ -79,6 +80,7 @@ class Job(NamedTuple):
     progress: str | None
     progress_length: int | None
     parents: tuple[tuple[int, str], ...] = ()  # (id, state) of each parent (workflows)
+    children: tuple[tuple[int, str], ...] = ()  # (id, state) of the first children, MAX_CHILDREN + 1
 
 
 @dataclass(frozen=True)
@@ -380,6 +382,10 @@ def job(view: View, j: Job) -> str:
     if j.parents:  # what it waits for, or waited for
         rows.append(("dash.fact.parents", " ".join(f'<a href="/jobs/{pid}" id="parent-{pid}">{pid}</a> '
                                                     f'{badge(state)}' for pid, state in j.parents)))
+    if j.children:  # what waits, or waited, for it: the first MAX_CHILDREN, then "..."
+        shown = " ".join(f'<a href="/jobs/{cid}" id="child-{cid}">{cid}</a> {badge(state)}'
+                         for cid, state in j.children[:MAX_CHILDREN])
+        rows.append(("dash.fact.children", shown + (" ..." if len(j.children) > MAX_CHILDREN else "")))
     facts = "".join(f"<dt>{t(k)}</dt><dd>{v}</dd>" for k, v in rows)
     acts = []
     if j.state in REDRIVABLE:
