@@ -37,11 +37,13 @@ begin;
 --                  so the re-driven job runs after the jobs of its group already
 --                  queued, never beside one that runs
 --   workflows      a canceled child whose parents have not all finished
---                  (parents_left > 0) goes back to waiting, not pending. The
---                  children a re-driven parent's end canceled (after_policy cancel)
---                  stay canceled unless rearm_children => true: then they wait for
---                  it again, and their descendants canceled with them wait again
---                  too (brooq._rearm); a child that another dead or canceled parent
+--                  (parents_left > 0) goes back to waiting, not pending. A
+--                  re-driven parent's children that still wait (after_policy run)
+--                  wait for its new end. The children its end canceled
+--                  (after_policy cancel) stay canceled unless rearm_children =>
+--                  true: then they wait again for every parent that has not ended
+--                  now, and their descendants canceled with them too
+--                  (brooq._rearm); a child that another dead or canceled parent
 --                  still cancels stays canceled. Off by default: a re-drive is a
 --                  repair of one job, and its children may have been handled since.
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
@@ -129,8 +131,8 @@ begin
     select count(*), array_agg(distinct r.topic), array_agg(r.id) filter (where r.has_children)
       into v_count, v_topics, v_parents
       from redriven r;
-    if _retry.rearm_children and v_parents is not null then
-        perform brooq._rearm(v_parents);
+    if v_parents is not null then
+        perform brooq._rearm(v_parents, _retry.rearm_children);
     end if;
     perform pg_notify('brooq', t.name)
        from brooq.topic t

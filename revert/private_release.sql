@@ -2,7 +2,7 @@
 
 begin;
 
-drop function brooq._rearm(bigint[]);
+drop function brooq._rearm(bigint[], boolean);
 drop function brooq._release(bigint[], text[]);
 
 commit;

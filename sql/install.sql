@@ -3130,11 +3130,13 @@ grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;
 --                  so the re-driven job runs after the jobs of its group already
 --                  queued, never beside one that runs
 --   workflows      a canceled child whose parents have not all finished
---                  (parents_left > 0) goes back to waiting, not pending. The
---                  children a re-driven parent's end canceled (after_policy cancel)
---                  stay canceled unless rearm_children => true: then they wait for
---                  it again, and their descendants canceled with them wait again
---                  too (brooq._rearm); a child that another dead or canceled parent
+--                  (parents_left > 0) goes back to waiting, not pending. A
+--                  re-driven parent's children that still wait (after_policy run)
+--                  wait for its new end. The children its end canceled
+--                  (after_policy cancel) stay canceled unless rearm_children =>
+--                  true: then they wait again for every parent that has not ended
+--                  now, and their descendants canceled with them too
+--                  (brooq._rearm); a child that another dead or canceled parent
 --                  still cancels stays canceled. Off by default: a re-drive is a
 --                  repair of one job, and its children may have been handled since.
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
@@ -3222,8 +3224,8 @@ begin
     select count(*), array_agg(distinct r.topic), array_agg(r.id) filter (where r.has_children)
       into v_count, v_topics, v_parents
       from redriven r;
-    if _retry.rearm_children and v_parents is not null then
-        perform brooq._rearm(v_parents);
+    if v_parents is not null then
+        perform brooq._rearm(v_parents, _retry.rearm_children);
     end if;
     perform pg_notify('brooq', t.name)
        from brooq.topic t
@@ -4909,23 +4911,30 @@ comment on function brooq._release(bigint[], text[]) is
 
 revoke all on function brooq._release(bigint[], text[]) from public;
 
--- brooq._rearm(parents) -> integer, the children it made wait again
+-- brooq._rearm(parents, rearm_children) -> integer, the canceled children it made wait again
 --
--- Workflows, re-drive (brooq.retry and retry_dead with rearm_children => true): the
--- inverse of _release's cancel. `parents` were just re-driven (pending or waiting
--- again, in the caller's transaction). Each child that a parent's end canceled
--- (canceled_by = that parent, after_policy cancel) counts that parent as not finished
--- again: the edge is unsettled and parents_left goes up by one. It waits again
--- unless another of its parents is dead or canceled now: then it stays canceled, in
--- that parent's name (last_error, canceled_by), to be re-armed with it. Then the same
--- for the children it made wait that have children (transitively: a descendant
--- canceled by a canceled ancestor). A child that ran or was canceled by hand is never
--- touched; a child under after_policy run was never canceled by its parent.
+-- Workflows, re-drive (brooq.retry and retry_dead). `parents` were just re-driven
+-- (pending or waiting again, in the caller's transaction): their ends are taken back.
+--   - A child that still waits (after_policy run, which counted a dead or canceled
+--     parent as finished) counts each of these parents as unfinished again: its
+--     edge is unsettled and parents_left goes up, whatever rearm_children says,
+--     so that it never runs beside a parent that has not ended again, and reads
+--     that parent's new end.
+--   - With rearm_children, each child that the end of one of these parents canceled
+--     (canceled_by) is counted again from the truth: every edge of it settled iff
+--     its parent has ended now, parents_left the parents still to end (a parent
+--     re-driven earlier, without this child, counts as one), and it waits again
+--     unless one of its parents is dead or canceled now: then it stays canceled, in
+--     that parent's name (last_error, canceled_by), to be re-armed with it. Then the
+--     same for the children of the children it made wait (transitively: a
+--     descendant canceled by a canceled ancestor, or one still waiting under run).
+-- A child that ran, or was canceled by hand, is never touched.
 --
 -- Parameters:
---   parents  the ids of the jobs just re-driven
+--   parents          the ids of the jobs just re-driven that have children
+--   rearm_children   re-arm the children their ends canceled, too
 -- Touches: updates brooq.job_edge (settled) and the children's rows of brooq.job.
-create or replace function brooq._rearm(parents bigint[])
+create or replace function brooq._rearm(parents bigint[], rearm_children boolean)
 returns integer
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -4940,45 +4949,62 @@ begin
         -- the children, locked in id order, as _release locks them
         perform from brooq.job c
          where c.id in (select e.child from brooq.job_edge e where e.parent = any(v_parents))
-           and c.canceled_by = any(v_parents) and c.state = 'canceled'
+           and (c.state = 'waiting'
+                or _rearm.rearm_children and c.state = 'canceled' and c.canceled_by = any(v_parents))
          order by c.id
            for no key update of c;
 
-        with armed as (
-            select c.id, c.canceled_by as parent
-              from brooq.job_edge e
-              join brooq.job c on c.id = e.child and c.canceled_by = e.parent
-             where e.parent = any(v_parents) and c.state = 'canceled'
-        ), unsettled as (
+        with unsettled as (
             update brooq.job_edge e
                set settled = false
-              from armed a
-             where e.parent = a.parent and e.child = a.id and e.settled
+              from brooq.job c
+             where e.parent = any(v_parents) and e.settled
+               and c.id = e.child and c.state = 'waiting'
             returning e.child
-        ), other as (
-            -- another parent of the child that is dead or canceled now
-            select a.id, min(p.id) as parent,
-                   (array_agg(p.state order by p.id))[1] as state
+        )
+        update brooq.job c
+           set parents_left = c.parents_left + u.n,
+               updated_at = v_now
+          from (select u.child, count(*)::integer as n from unsettled u group by u.child) as u
+         where c.id = u.child;
+
+        exit when not _rearm.rearm_children;
+
+        with armed as (
+            select c.id, c.canceled_by as parent
+              from brooq.job c
+             where c.id in (select e.child from brooq.job_edge e where e.parent = any(v_parents))
+               and c.state = 'canceled' and c.canceled_by = any(v_parents)
+        ), counted as (
+            -- every parent of the child as it is now (a purged one keeps its edge as it is)
+            select a.id, a.parent,
+                   count(*) filter (where p.state not in ('done', 'dead', 'canceled'))::integer as n_left,
+                   min(p.id) filter (where p.state in ('dead', 'canceled')) as bad,
+                   (array_agg(p.state order by p.id) filter (where p.state in ('dead', 'canceled')))[1] as bad_state
               from armed a
-              join brooq.job_edge e on e.child = a.id and e.parent <> a.parent
+              join brooq.job_edge e on e.child = a.id
               join brooq.job p on p.id = e.parent
-             where p.state in ('dead', 'canceled')
-             group by a.id
+             group by a.id, a.parent
+        ), recounted as (
+            update brooq.job_edge e
+               set settled = p.state in ('done', 'dead', 'canceled')
+              from armed a, brooq.job p
+             where e.child = a.id and p.id = e.parent
+               and e.settled <> (p.state in ('done', 'dead', 'canceled'))
         ), changed as (
             update brooq.job c
-               set parents_left = c.parents_left + (select count(*)::integer from unsettled u where u.child = c.id),
-                   state = case when o.id is null then 'waiting' else 'canceled' end,
-                   canceled_by = o.parent,
+               set parents_left = k.n_left,
+                   state = case when k.bad is null then 'waiting' else 'canceled' end,
+                   canceled_by = k.bad,
                    last_error = case
-                       when o.id is null
+                       when k.bad is null
                            then format('re-armed: parent job %s re-driven by %s at %s; before: %s',
-                                       a.parent, session_user::text, v_now, left(c.last_error, 2000))
-                       else format('parent job %s ended %s (after_policy cancel)', o.parent, o.state)
+                                       k.parent, session_user::text, v_now, left(c.last_error, 2000))
+                       else format('parent job %s ended %s (after_policy cancel)', k.bad, k.bad_state)
                    end,
                    updated_at = v_now
-              from armed a
-              left join other o on o.id = a.id
-             where c.id = a.id
+              from counted k
+             where c.id = k.id
             returning c.id, c.state, c.has_children
         )
         select count(*) filter (where ch.state = 'waiting'),
@@ -4991,10 +5017,10 @@ begin
 end
 $$;
 
-comment on function brooq._rearm(bigint[]) is
-'Private: the children that the ends of these re-driven parents canceled wait for them again (retry with rearm_children), transitively; returns how many.';
+comment on function brooq._rearm(bigint[], boolean) is
+'Private: take back the ends of these re-driven parents: their waiting children wait for them again; with rearm_children, the children their ends canceled are counted again and wait unless another parent is dead or canceled, transitively (retry, retry_dead); returns how many canceled children wait again.';
 
-revoke all on function brooq._rearm(bigint[]) from public;
+revoke all on function brooq._rearm(bigint[], boolean) from public;
 
 -- change function_parents
 

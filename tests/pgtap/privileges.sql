@@ -29,7 +29,7 @@ insert into matrix values
     ('brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, jsonb, bigint[], text)', true, false, true),
     ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text)', true, false, true),
     ('brooq._release(bigint[], text[])', false, false, false),
-    ('brooq._rearm(bigint[])', false, false, false),
+    ('brooq._rearm(bigint[], boolean)', false, false, false),
     ('brooq.parents(bigint)', true, true, true),
     ('brooq.children(bigint, integer)', true, true, true),
     ('brooq._parents_json(bigint)', false, false, false),

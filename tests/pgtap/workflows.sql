@@ -6,7 +6,7 @@
 -- purge, flush and retain_done => false keep a parent a waiting child needs;
 -- re-drive; errors. The races: tests/test_sql_races.py.
 begin;
-select plan(137);
+select plan(156);
 
 set local brooq.now = '2030-01-01 00:00:00+00';
 select lives_ok($$ select brooq.declare_topic('w.a', max_attempts => 1) $$, 'a topic');
@@ -327,6 +327,47 @@ select results_eq(format($$ select state::text, canceled_by, last_error from bro
 select ok(brooq.retry(:rm_b, rearm_children => true), 'the other re-driven with rearm_children');
 select results_eq(format($$ select state::text, parents_left from brooq.job where id = %s $$, :rm), $$ values ('waiting', 2) $$,
     'now it waits for both');
+-- a parent re-driven earlier, without the child, counts as unfinished when the child is re-armed
+select lives_ok($$ select brooq.declare_topic('w.rs', max_attempts => 1) $$, 'a topic for the recount');
+select id as sa from brooq.enqueue('w.rs', '{}') \gset
+select id as sb from brooq.enqueue('w.rs', '{}') \gset
+select id as sq from brooq.enqueue('w.rs', '{}') \gset
+select id as sc from brooq.enqueue('w.rc', '{}', after => array[:sa, :sb, :sq]::bigint[]) \gset
+select is((select count(*)::int from brooq.claim('w', array['w.rs'], 10, '1 hour')), 3, 'three parents claimed');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'dead', error => 'bad'), brooq.settle(%s, 'w', %s, 'dead', error => 'bad') $$,
+    :sa, (select lease_token from brooq.job where id = :sa), :sb, (select lease_token from brooq.job where id = :sb)),
+    'two of them dead, the third still running');
+select ok(brooq.retry(:sb, rearm_children => true), 'the second re-driven: its child was canceled by the first');
+select results_eq(format($$ select state::text, canceled_by from brooq.job where id = %s $$, :sc),
+    format($$ values ('canceled', %s::bigint) $$, :sa), 'the child stays canceled, in the first''s name');
+select ok(brooq.retry(:sa, rearm_children => true), 'the first re-driven with rearm_children');
+select results_eq(format($$ select state::text, parents_left from brooq.job where id = %s $$, :sc), $$ values ('waiting', 3) $$,
+    'the child waits for all three: the second, re-driven before, has not ended again');
+select results_eq(format($$ select count(*)::int from brooq.job_edge where child = %s and not settled $$, :sc), $$ values (3) $$,
+    'none of its edges settled');
+
+-- a child under after_policy run that still waits waits for a re-driven parent's new end
+select lives_ok($$ select brooq.declare_topic('w.rt', max_attempts => 1) $$, 'a topic of parents of a batch');
+select id as ta from brooq.enqueue('w.rt', '{}') \gset
+select id as tb from brooq.enqueue('w.rt', '{}') \gset
+select id as tc from brooq.enqueue('w.rc', '{}', after => array[:ta, :tb]::bigint[], after_policy => 'run') \gset
+select is((select count(*)::int from brooq.claim('w', array['w.rt'], 10, '1 hour')), 2, 'both parents of the batch claimed');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'dead', error => 'bad') $$, :ta, (select lease_token from brooq.job where id = :ta)),
+    'one dead: under run it counts as finished');
+select results_eq(format($$ select state::text, parents_left from brooq.job where id = %s $$, :tc), $$ values ('waiting', 1) $$,
+    'the batch''s child waits for the other');
+select ok(brooq.retry(:ta), 'the dead parent re-driven (rearm_children left out)');
+select results_eq(format($$ select state::text, parents_left from brooq.job where id = %s $$, :tc), $$ values ('waiting', 2) $$,
+    'the child waits for its new end too');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'done') $$, :tb, (select lease_token from brooq.job where id = :tb)),
+    'the other parent done');
+select results_eq(format($$ select state::text, parents_left from brooq.job where id = %s $$, :tc), $$ values ('waiting', 1) $$,
+    'the child does not run beside the re-driven parent');
+select is((select count(*)::int from brooq.claim('w', array['w.rt'], 10, '1 hour')), 1, 'the re-driven parent claimed');
+select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'done') $$, :ta, (select lease_token from brooq.job where id = :ta)),
+    'and done');
+select results_eq(format($$ select state::text, parents_left from brooq.job where id = %s $$, :tc), $$ values ('pending', 0) $$,
+    'now the child is ready');
 select throws_ok($$ select brooq.retry(1, rearm_children => null) $$, '22004', null, 'rearm_children NULL: 22004');
 
 -- errors -----------------------------------------------------------------------------------------
