@@ -12,6 +12,17 @@ reach it) reaps in a row make a job dead; a settle that writes an outcome resets
 count (lease_losses, compared after every step as well); a claim takes at most one
 job that has lost its lease.
 
+Workflows are modelled too: a job enqueued with parents (after, some of them purged,
+waiting, or already ended) waits until every parent has ended, and the end of its last
+parent makes it pending; under after_policy cancel a dead or canceled parent cancels it
+at once, naming that parent, transitively; under run it runs all the same. A canceled
+child keeps counting its parents; purge keeps a parent while a child of it has not
+finished; a re-drive (retry, retry_dead) takes a parent's end back from its waiting
+children and re-arms the children its end canceled only when asked, and a child
+becomes pending only when every parent it has has ended (the truth, not a counter). The
+edges (brooq.job_edge), parents_left, canceled_by and the workflow's last_error are
+compared after every step, and the claim's parents against the model's.
+
 The only thing the model does not predict is the backoff's jitter: a failed attempt's
 available_at is read back and checked to lie in [d/2, d] (docs/architecture.md, Backoff).
 """
@@ -23,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -44,6 +56,7 @@ BACKOFF_MAX = timedelta(seconds=40)
 RETENTION = timedelta(hours=1)
 EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
 TERMINAL = {"done", "dead", "canceled"}
+BAD = {"dead", "canceled"}
 WORKERS = st.sampled_from(["wa", "wb"])
 LEASES = st.integers(min_value=5, max_value=60).map(lambda s: timedelta(seconds=s))
 
@@ -61,6 +74,12 @@ class Job:
     locked_until: datetime | None = None
     lease_losses: int = 0
     verdict: bool = False  # made dead at once by the outcome dead (the model's own note)
+    max_attempts: int = MAX_ATTEMPTS
+    after_policy: str | None = None
+    parents_left: int = 0
+    has_children: bool = False
+    canceled_by: int | None = None
+    error: str | None = None  # what last_error starts with, where the model knows it
 
     def release(self, now: datetime) -> None:
         self.locked_by = None
@@ -89,6 +108,8 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             super().__init__()
             self.now = EPOCH
             self.jobs: dict[int, Job] = {}
+            self.edges: dict[tuple[int, int], bool] = {}  # (parent, child) -> settled
+            conn.execute("delete from brooq.job_edge")
             conn.execute("delete from brooq.job")
             # The jitter is the session's random(): seeded, each example draws the same
             # delays whenever Hypothesis replays it, so which jobs a later claim finds
@@ -108,7 +129,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
 
         # --- the clock ------------------------------------------------------------
 
-        @rule(seconds=st.integers(min_value=0, max_value=90))
+        @rule(seconds=st.integers(min_value=0, max_value=90) | st.just(int(RETENTION.total_seconds()) + 60))
         def advance(self, seconds: int) -> None:
             self.now += timedelta(seconds=seconds)
             self.freeze()
@@ -125,10 +146,123 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             self.jobs[row[0]] = Job(row[0], priority, self.now + timedelta(seconds=delay), self.now)
             return int(row[0])
 
+        @rule(target=jobs_, known=st.lists(jobs_, max_size=3), fresh=st.integers(min_value=0, max_value=2),
+              policy=st.sampled_from(["cancel", "run"]), priority=st.integers(min_value=0, max_value=2),
+              delay=st.integers(min_value=0, max_value=30))
+        def enqueue_child(self, known: list[int], fresh: int, policy: str, priority: int, delay: int) -> Any:
+            """A child of jobs enqueued before (any state, purged ones too, repeated ids)
+            and of `fresh` parents enqueued just now (so that it waits)."""
+            new = [self.enqueue(0, 0) for _ in range(fresh or (0 if known else 1))]
+            parents = known + new
+            distinct = sorted(set(parents))
+            missing = [p for p in distinct if p not in self.jobs]
+            sql = ("select id, created from brooq.enqueue(topic => %s, payload => '{}', priority => %s,"
+                   " delay => %s, after => %s, after_policy => %s)")
+            args = [TOPIC, priority, timedelta(seconds=delay), parents, policy]
+            if missing:
+                # a purged parent: refused, nothing written (the check after this step)
+                with pytest.raises(psycopg.errors.ForeignKeyViolation, match=f"parent job {missing[0]} does"):
+                    conn.execute(sql, args)
+                return multiple(*new)
+            row = conn.execute(sql, args).fetchone()
+            assert row is not None and row[1] is True
+            j = Job(row[0], priority, self.now + timedelta(seconds=delay), self.now, after_policy=policy)
+            ps = [self.jobs[p] for p in distinct]
+            bad = next((p for p in ps if p.state in BAD), None)
+            j.parents_left = sum(p.state not in TERMINAL for p in ps)
+            for p in ps:
+                p.has_children = True
+                self.edges[(p.id, j.id)] = p.state in TERMINAL
+            if bad is not None and policy == "cancel":
+                j.state, j.canceled_by = "canceled", bad.id
+                j.error = f"parent job {bad.id} ended {bad.state} (after_policy cancel)"
+            elif j.parents_left > 0:
+                j.state = "waiting"
+            self.jobs[j.id] = j
+            return multiple(*new, j.id)
+
+        def release(self, ends: dict[int, str]) -> None:
+            """brooq._release: the end of each parent in `ends` (id -> done, dead or
+            canceled) counted once per edge, in its waiting (or canceled, still counting)
+            children; then the children it canceled, as parents ended canceled."""
+            while ends:
+                counted: dict[int, list[tuple[int, str]]] = {}
+                for (parent, child), settled in sorted(self.edges.items()):
+                    if parent in ends and not settled:
+                        self.edges[(parent, child)] = True
+                        counted.setdefault(child, []).append((parent, ends[parent]))
+                next_ends: dict[int, str] = {}
+                for child, got in counted.items():
+                    c = self.jobs[child]
+                    if not (c.state == "waiting" or c.state == "canceled" and c.parents_left > 0):
+                        continue
+                    bad = [(p, state) for p, state in got if state != "done"]
+                    c.parents_left -= len(got)
+                    if c.state != "waiting":
+                        continue  # canceled meanwhile: it only counts
+                    c.updated_at = self.now
+                    if bad and c.after_policy == "cancel":
+                        c.state, c.canceled_by = "canceled", bad[0][0]
+                        c.error = f"parent job {bad[0][0]} ended {bad[0][1]} (after_policy cancel)"
+                        if c.has_children:
+                            next_ends[child] = "canceled"
+                    elif c.parents_left == 0:
+                        # the truth, not the counter: every parent of it has ended
+                        assert all(self.jobs[p].state in TERMINAL for (p, k) in self.edges
+                                   if k == child and p in self.jobs), (child, self.edges)
+                        c.state, c.available_at = "pending", max(c.available_at, self.now)
+                ends = next_ends
+
+        def ended(self, j: Job) -> None:
+            if j.has_children and j.state in TERMINAL:
+                self.release({j.id: j.state})
+
+        def rearm(self, parents: set[int], canceled: bool) -> None:
+            """brooq._rearm: the ends of these re-driven parents taken back. Their
+            waiting children (under run) count them as unfinished again; with
+            `canceled` (rearm_children), each child one of them canceled is counted
+            again from its parents' states, and waits unless one is dead or canceled
+            (then it stays canceled, in that one's name); transitively."""
+            while parents:
+                for (parent, child), settled in sorted(self.edges.items()):
+                    c = self.jobs[child]
+                    if parent in parents and settled and c.state == "waiting":
+                        self.edges[(parent, child)] = False
+                        c.parents_left += 1
+                        c.updated_at = self.now
+                if not canceled:
+                    return
+                armed = sorted({child for (parent, child) in self.edges if parent in parents
+                                and self.jobs[child].state == "canceled"
+                                and self.jobs[child].canceled_by in parents})
+                # one statement: the parents' states as they were before it
+                states = {child: [(p, self.jobs[p].state) for (p, k) in sorted(self.edges)
+                                  if k == child and p in self.jobs] for child in armed}
+                waiting = set()
+                for child in armed:
+                    c = self.jobs[child]
+                    for p, state in states[child]:
+                        self.edges[(p, child)] = state in TERMINAL
+                    bad = [(p, state) for p, state in states[child] if state in BAD]
+                    c.parents_left = sum(state not in TERMINAL for _, state in states[child])
+                    c.updated_at = self.now
+                    if bad:
+                        c.canceled_by = bad[0][0]
+                        c.error = f"parent job {bad[0][0]} ended {bad[0][1]} (after_policy cancel)"
+                    else:
+                        c.error = f"re-armed: parent job {c.canceled_by} re-driven by "
+                        c.state, c.canceled_by = "waiting", None
+                        if c.has_children:
+                            waiting.add(child)
+                parents = waiting
+
         # --- worker ---------------------------------------------------------------
 
         @rule(target=claims, worker=WORKERS, max_jobs=st.integers(min_value=1, max_value=3), lease=LEASES)
         def claim(self, worker: str, max_jobs: int, lease: timedelta) -> Any:
+            return multiple(*self.take(worker, max_jobs, lease))
+
+        def take(self, worker: str, max_jobs: int, lease: timedelta) -> list[Claim]:
             def order(j: Job) -> tuple[int, datetime, int]:
                 return (-j.priority, j.available_at, j.id)
 
@@ -138,7 +272,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             fresh = [j for j in candidates if j.lease_losses == 0][:max_jobs]
             suspect = [j for j in candidates if j.lease_losses > 0][:1]
             ready = sorted(fresh + suspect, key=order)[:max_jobs]
-            rows = conn.execute("select id, attempt, lease_token, locked_until from brooq.claim("
+            rows = conn.execute("select id, attempt, lease_token, locked_until, parents from brooq.claim("
                                 "worker => %s, topics => array[%s], max_jobs => %s, lease => %s)",
                                 [worker, TOPIC, max_jobs, lease]).fetchall()
             assert sorted(r[0] for r in rows) == sorted(j.id for j in ready)
@@ -146,18 +280,33 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             # the lease token is random (unguessable: docs/architecture.md, Leases): one per claim
             # call, never the job's previous one
             assert len({r[2] for r in rows}) <= 1
+            # a child's parents as the claim's snapshot has them (a parent claimed in the
+            # same call still pending), in id order; a purged parent is gone
+            parents = {j.id: [(p, self.jobs[p].state) for (p, c) in sorted(self.edges) if c == j.id and p in self.jobs]
+                       for j in ready}
             for j in ready:
                 assert got[j.id][2] != j.token, "a claim must give a new lease token"
                 j.state, j.attempts, j.token = "processing", j.attempts + 1, got[j.id][2]
                 j.locked_by, j.locked_until, j.updated_at = worker, self.now + lease, self.now
             for j in ready:
-                assert got[j.id][1:] == (j.attempts, j.token, j.locked_until)
-            return multiple(*(Claim(j.id, worker, j.token) for j in ready))
+                assert got[j.id][1:4] == (j.attempts, j.token, j.locked_until)
+                seen = None if got[j.id][4] is None else [(p["id"], p["state"]) for p in got[j.id][4]]
+                assert seen == (parents[j.id] if j.after_policy is not None and parents[j.id] else None), \
+                    (j.id, seen, parents[j.id])
+            return [Claim(j.id, worker, j.token) for j in ready]
 
         def holds(self, c: Claim) -> bool:
             j = self.jobs.get(c.job_id)
             return j is not None and j.state == "processing" and j.locked_by == c.worker \
                 and j.token == c.token
+
+        @rule(worker=WORKERS, outcomes=st.lists(st.sampled_from(["done", "done", "failed", "dead", "cancel"]),
+                                               min_size=3, max_size=3))
+        def work(self, worker: str, outcomes: list[str]) -> None:
+            """A worker claims and settles what it claimed at once (parents that end, so
+            that children wait, run or are canceled often)."""
+            for c, outcome in zip(self.take(worker, 3, timedelta(seconds=30)), outcomes, strict=False):
+                self.settle(c, outcome, None)
 
         @rule(c=claims, lease=LEASES, as_other=st.booleans())
         def heartbeat(self, c: Claim, lease: timedelta, as_other: bool) -> None:
@@ -187,6 +336,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             j = self.jobs[c.job_id]
             j.release(self.now)
             j.lease_losses = 0  # an outcome was written: no poison pill
+            j.error = None
             if outcome == "done":
                 j.state = "done"
             elif outcome == "cancel":
@@ -199,7 +349,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             else:
                 # failed or delay: on the last attempt the job is dead, and its available_at
                 # says when a retry would have come (settle_many computes it either way)
-                j.state = "dead" if j.attempts >= MAX_ATTEMPTS else "failed"
+                j.state = "dead" if j.attempts >= j.max_attempts else "failed"
                 if outcome == "delay":
                     assert d is not None
                     j.available_at = self.now + min(d, BACKOFF_MAX)
@@ -209,6 +359,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                     assert self.now + b / 2 <= at <= self.now + b, (at - self.now, b)
                     j.available_at = at
             assert row[0] == j.state
+            self.ended(j)
 
         # --- admin and maintenance ------------------------------------------------
 
@@ -221,6 +372,35 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             if j is not None and expected:
                 j.state = "canceled"
                 j.release(self.now)
+                self.ended(j)
+
+        @rule(job_id=jobs_, rearm=st.booleans())
+        def retry(self, job_id: int, rearm: bool) -> None:
+            row = conn.execute("select brooq.retry(job_id => %s, rearm_children => %s)", [job_id, rearm]).fetchone()
+            j = self.jobs.get(job_id)
+            expected = j is not None and j.state in BAD
+            assert row is not None and row[0] is expected
+            if j is not None and expected:
+                self.redrive([j], rearm)
+
+        @rule(rearm=st.booleans())
+        def retry_dead(self, rearm: bool) -> None:
+            """Every dead and canceled job of the topic re-driven in one call (parents and
+            children of one another among them)."""
+            row = conn.execute("select brooq.retry_dead(topic => %s, include_canceled => true,"
+                               " rearm_children => %s)", [TOPIC, rearm]).fetchone()
+            due = [j for j in self.jobs.values() if j.state in BAD]
+            assert row is not None and row[0] == len(due)
+            self.redrive(due, rearm)
+
+        def redrive(self, jobs: list[Job], rearm: bool) -> None:
+            for j in jobs:
+                j.error = f"re-driven from {j.state} by "
+                j.state = "waiting" if j.parents_left > 0 else "pending"
+                j.available_at, j.updated_at = self.now, self.now
+                j.max_attempts = j.attempts + MAX_ATTEMPTS  # a fresh budget
+                j.lease_losses, j.canceled_by, j.verdict = 0, None, False
+            self.rearm({j.id for j in jobs if j.has_children}, rearm)
 
         @rule()
         def reap(self) -> None:
@@ -235,22 +415,31 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                 else:
                     j.state, j.available_at = "pending", self.now
                 j.release(self.now)
+                j.error = None
+            # one release for every parent this reap made dead
+            self.release({j.id: "dead" for j in expired if j.state == "dead" and j.has_children})
 
         @rule(worker=WORKERS, max_jobs=st.integers(min_value=1, max_value=3), lease=LEASES)
         def crash(self, worker: str, max_jobs: int, lease: timedelta) -> None:
             """A worker claims and dies: its lease runs out, a reaper comes (the poison
             pill's path, made likely: several crashes of one job in a row)."""
-            self.claim(worker, max_jobs, lease)
+            self.take(worker, max_jobs, lease)
             self.advance(int(lease.total_seconds()) + 1)
             self.reap()
 
         @rule()
         def purge(self) -> None:
             row = conn.execute("select brooq.purge()").fetchone()
-            due = [j for j in self.jobs.values() if j.state in TERMINAL and j.updated_at < self.now - RETENTION]
+            def unfinished_child(j: Job) -> bool:
+                return any(p == j.id and self.jobs[c].state not in TERMINAL for (p, c) in self.edges)
+
+            due = [j for j in self.jobs.values() if j.state in TERMINAL and j.updated_at < self.now - RETENTION
+                   and not (j.has_children and unfinished_child(j))]
             assert row is not None and row[0] == len(due)
             for j in due:
                 del self.jobs[j.id]
+                # a child deleted takes its edges to its parents along; a parent's stay
+                self.edges = {e: s for e, s in self.edges.items() if e[1] != j.id}
 
         # --- the check after every step -------------------------------------------
 
@@ -264,17 +453,25 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
         @invariant()
         def rows_match_the_model(self) -> None:
             cur = conn.execute("select id, state, attempts, lease_token, locked_by, locked_until,"
-                               " available_at, updated_at, lease_losses from brooq.job order by id")
+                               " available_at, updated_at, lease_losses, max_attempts, after_policy,"
+                               " parents_left, has_children, canceled_by, last_error from brooq.job order by id")
             rows = {r[0]: r[1:] for r in cur.fetchall()}
             assert set(rows) == set(self.jobs)
             for j in self.jobs.values():
                 expected = (j.state, j.attempts, j.token, j.locked_by, j.locked_until, j.available_at,
-                            j.updated_at, j.lease_losses)
-                assert rows[j.id] == expected, (j.id, rows[j.id], expected)
+                            j.updated_at, j.lease_losses, j.max_attempts, j.after_policy, j.parents_left,
+                            j.has_children, j.canceled_by)
+                assert rows[j.id][:-1] == expected, (j.id, rows[j.id], expected)
+                last_error = rows[j.id][-1]
+                assert j.error is None or (last_error or "").startswith(j.error), (j.id, last_error, j.error)
                 # invariant 7: a failure on the last attempt, the poison pill, or
                 # the outcome dead
-                assert j.state != "dead" or j.attempts >= MAX_ATTEMPTS or j.lease_losses >= MAX_LEASE_LOSSES \
-                    or j.verdict
+                assert j.state != "dead" or j.attempts >= j.max_attempts \
+                    or j.lease_losses >= MAX_LEASE_LOSSES or j.verdict
+                # a job waits exactly while a parent of it has not finished
+                assert (j.state == "waiting") == (j.state in ("waiting", "pending") and j.parents_left > 0)
+            edges = conn.execute("select parent, child, settled from brooq.job_edge").fetchall()
+            assert {(p, c): s for p, c, s in edges} == self.edges
 
         def teardown(self) -> None:
             conn.execute("reset brooq.now")
@@ -282,7 +479,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
     return Queue
 
 
-def multiple(*values: Claim) -> Any:
+def multiple(*values: object) -> Any:
     from hypothesis.stateful import multiple as many
     return many(*values)
 
