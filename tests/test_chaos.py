@@ -53,6 +53,11 @@ def test_the_short_chaos_mix_breaks_no_promise() -> None:
     poison = [j for j in result.history.jobs.values() if j.payload.get("plan") == "exit"]
     assert poison and all(j.state in ("dead", "canceled") for j in poison), where
     assert f["poison_pills_planned"] == sum(j.state == "dead" for j in poison), where
+    # workflows: children released, canceled by a dead or canceled parent, run after one
+    assert f["workflow_children"] >= 100 and f["workflow_released"] >= 50, where
+    assert f["workflow_child_executions"] >= 50, where
+    assert f["workflow_children_canceled_by_a_parent"] >= 1, where
+    assert f["workflow_children_run_after_a_bad_parent"] >= 1, where
 
 
 @pytest.mark.long  # ~40 s: kept out of CI to hold the suite under 15 minutes

@@ -23,6 +23,8 @@ class _Row:
     plan: str = "ok"
     result: Any = None
     last_error: str | None = None
+    after_policy: str = "cancel"
+    canceled_by: int | None = None
 
 
 @dataclass
@@ -34,10 +36,25 @@ class Builder:
     seq: int = 0
     rng: random.Random = field(default_factory=lambda: random.Random(7))
 
-    def job(self, job_id: int, plan: str = "ok", max_attempts: int = 5, acked: bool = True) -> None:
-        self.rows[job_id] = _Row(plan=plan, max_attempts=max_attempts)
+    def job(self, job_id: int, plan: str = "ok", max_attempts: int = 5, acked: bool = True,
+            after: tuple[int, ...] = (), policy: str = "cancel") -> None:
+        """A job; ``after``: a workflow's child of those parents, waiting unless every
+        one is done already."""
+        waits = any(self.rows[p].state != "done" for p in after)
+        self.rows[job_id] = _Row(state="waiting" if waits else "pending", plan=plan,
+                                 max_attempts=max_attempts, after_policy=policy)
+        self.h.edges += [(p, job_id) for p in after]
         if acked:
             self.h.acked[job_id] = 0.0
+
+    def release(self, job_id: int, at: float) -> None:
+        """Its last parent ended: the child is ready."""
+        self._log(job_id, at, "pending")
+
+    def cancel_child(self, job_id: int, at: float, by: int) -> None:
+        """A parent dead or canceled cancels its child (after_policy cancel)."""
+        self._log(job_id, at, "canceled")
+        self.rows[job_id].canceled_by = by
 
     def _log(self, job_id: int, at: float, new_state: str | None, new_token: int | None = None,
              attempts: int | None = None) -> None:
@@ -60,9 +77,11 @@ class Builder:
                 token: int | None = None, attempt: int | None = None, pid: int = 1,
                 lost: bool = False) -> str:
         r = self.rows[job_id]
+        parents = {str(p): [self.rows[p].state, (self.rows[p].result or {}).get("exec")]
+                   for p, c in self.h.edges if c == job_id} or None  # as the claim hands them
         self.h.executions.append(Execution(
             exec_id, job_id, r.token if token is None else token,
-            r.attempts if attempt is None else attempt, f"w{pid}", pid, start, end, lost))
+            r.attempts if attempt is None else attempt, f"w{pid}", pid, start, end, lost, parents))
         return exec_id
 
     def settle(self, job_id: int, at: float, state: str, exec_id: str) -> None:
@@ -113,7 +132,7 @@ class Builder:
     def build(self) -> History:
         self.h.jobs = {
             i: JobRow(i, r.state, r.attempts, r.max_attempts, r.token, {"plan": r.plan}, r.result,
-                      r.last_error)
+                      r.last_error, r.after_policy, r.canceled_by)
             for i, r in self.rows.items()}
         return self.h
 
@@ -175,7 +194,33 @@ def clean() -> Builder:
     b.settle(11, 6.6, "failed", b.execute(11, "k1", 6.1, 6.5))
     b.claim(11, 7.0)
     b.settle(11, 7.6, "done", b.execute(11, "k2", 7.1, 7.5))
+    workflow(b)
     return b
+
+
+def workflow(b: Builder) -> None:
+    """A workflow as a good run ends it: each child claimed only after its parents
+    ended, released once, and canceled (transitively) or run by its policy."""
+    b.job(40)
+    b.job(42, plan="always_fail", max_attempts=1)
+    b.job(41, after=(40,))  # released by its parent's end, then run
+    b.job(43, after=(40, 42))  # canceled by its dead parent...
+    b.job(44, after=(43,))  # ...and so its child too
+    b.job(45, after=(42,), policy="run")  # runs after its dead parent all the same
+    b.job(46, after=(40,))  # canceled itself while waiting
+    b.cancel(46, 0.5)
+    b.claim(40, 1.0)
+    b.settle(40, 1.6, "done", b.execute(40, "w40", 1.1, 1.5))
+    b.release(41, 1.6)
+    b.job(47, after=(40,))  # enqueued after its parent was done: ready at once
+    b.claim(42, 1.0)
+    b.settle(42, 1.7, "dead", b.execute(42, "w42", 1.1, 1.5))
+    b.cancel_child(43, 1.7, 42)
+    b.cancel_child(44, 1.7, 43)
+    b.release(45, 1.7)
+    for i, job_id in enumerate((41, 45, 47)):
+        b.claim(job_id, 2.0)
+        b.settle(job_id, 2.6, "done", b.execute(job_id, f"w{job_id}", 2.1 + i / 10, 2.5))
 
 
 def failover(b: Builder) -> None:
@@ -205,12 +250,16 @@ def test_a_clean_history_has_no_violation() -> None:
     report = check(clean().build(), cancel_bound=1.0)
     assert report.counts == dict.fromkeys(VIOLATIONS, 0), report.summary()
     f = report.figures
-    assert (f["jobs_acked"], f["jobs_done"], f["jobs_dead"], f["jobs_canceled"]) == (11, 6, 2, 3)
+    assert (f["jobs_acked"], f["jobs_done"], f["jobs_dead"], f["jobs_canceled"]) == (19, 10, 3, 6)
     assert (f["reaps"], f["reexecutions"], f["executions_unfinished"]) == (3 + 5 + 4, 5 + 4 + 1, 1 + 5)
     assert (f["poison_pills"], f["poison_pills_planned"]) == (1, 1)
     assert (f["started_after_cancel"], f["cancel_start_window_s"]) == (1, 0.29)
     assert f["stale_starts"] == 1  # h1 started after its cancel
     assert f["fault_kill9"] == 1
+    assert (f["workflow_children"], f["workflow_released"], f["workflow_edges"]) == (6, 2, 7)
+    assert (f["workflow_children_run"], f["workflow_children_run_after_a_bad_parent"],
+            f["workflow_children_canceled_by_a_parent"], f["workflow_children_canceled_themselves"]) == (2, 1, 2, 1)
+    assert f["workflow_child_executions"] == 3
 
 
 def _lost(b: Builder) -> None:
@@ -328,6 +377,41 @@ def _deleted(b: Builder) -> None:
     b.delete(20, 1.0)
 
 
+def _ran_early(b: Builder) -> None:
+    b.job(50)
+    b.job(51, after=(50,))
+    b.claim(50, 1.0)
+    b.release(51, 1.2)  # made ready while its parent still runs...
+    b.claim(51, 1.3)
+    b.cancel(51, 1.4)  # ...and claimed (canceled before its handler started)
+    b.settle(50, 1.6, "done", b.execute(50, "z50", 1.1, 1.5))
+
+
+def _policy(b: Builder) -> None:
+    b.job(52, plan="always_fail", max_attempts=1)
+    b.job(53, after=(40, 52))
+    b.claim(52, 3.0)
+    b.settle(52, 3.5, "dead", b.execute(52, "z52", 3.1, 3.4))
+    b.cancel_child(53, 3.5, 40)  # canceled in the name of its parent that is done
+    b.job(54)
+    b.job(55, after=(54,))
+    b.claim(54, 3.0)
+    b.settle(54, 3.5, "done", b.execute(54, "z54", 3.1, 3.4))
+    b.cancel_child(55, 3.5, 54)  # every parent done, and the child canceled: two planted
+
+
+def _misread(b: Builder) -> None:
+    b.job(56)
+    b.job(57, after=(56,))
+    b.claim(56, 3.0)
+    b.settle(56, 3.5, "done", b.execute(56, "z56", 3.1, 3.4))
+    b.release(57, 3.5)
+    b.claim(57, 3.6)
+    b.rows[56].result = {"exec": "z0"}  # the child is handed another result than its parent's
+    b.settle(57, 4.0, "done", b.execute(57, "z57", 3.7, 3.9))
+    b.rows[56].result = {"exec": "z56"}
+
+
 PLANTED: dict[str, tuple[Callable[[Builder], None], int]] = {
     "lost": (_lost, 2),
     "lost (an id given to another job)": (_reused, 1),
@@ -345,6 +429,9 @@ PLANTED: dict[str, tuple[Callable[[Builder], None], int]] = {
     "illegal_transition": (_illegal, 1),
     "illegal_transition (a missed poison pill)": (_missed_poison, 1),
     "live_row_deleted": (_deleted, 1),
+    "child_ran_early": (_ran_early, 1),
+    "policy_broken": (_policy, 2),
+    "parents_misread": (_misread, 1),
 }
 
 

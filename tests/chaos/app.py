@@ -10,6 +10,8 @@ retried until stored, so a PostgreSQL restart delays it but never loses it), wai
 ``ms`` (stopping early when job.canceled is set: the lease is lost), records its end,
 then returns {"exec": id} (done) or raises "planned failure exec=id" (fail_once on
 its first attempt, always_fail always), so that the outcome names its execution.
+A workflow's child also records its parents as the claim handed them (Job.parents):
+each one's state and the execution its result names.
 "exit" is the poison pill: after its audited start the handler kills its own process
 (os._exit), every time, until brooq.reap makes the job dead (max_lease_losses).
 
@@ -42,6 +44,7 @@ from typing import Any, LiteralString
 import brooq
 import psycopg
 from brooq.settler import Pending, Settler
+from psycopg.types.json import Jsonb
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -78,10 +81,12 @@ class Audit:
                     raise
                 time.sleep(0.2)
 
-    def start(self, exec_id: str, job_id: int, token: int, attempt: int) -> None:
+    def start(self, exec_id: str, job_id: int, token: int, attempt: int,
+              parents: dict[str, list[Any]] | None = None) -> None:
         self._write("insert into chaos.execution (exec_id, job_id, lease_token, attempt, worker, pid,"
-                    " started_at) values (%s, %s, %s, %s, %s, %s, %s) on conflict do nothing",
-                    [exec_id, job_id, token, attempt, self.worker, self.pid, time.time()])
+                    " started_at, parents) values (%s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing",
+                    [exec_id, job_id, token, attempt, self.worker, self.pid, time.time(),
+                     None if parents is None else Jsonb(parents)])
 
     def end(self, exec_id: str, lost: bool) -> None:
         self._write("update chaos.execution set ended_at = %s, lost = %s where exec_id = %s",
@@ -100,7 +105,8 @@ class FileAudit:
     def _line(self, record: dict[str, Any]) -> None:
         os.write(self.fd, (json.dumps(record) + "\n").encode())
 
-    def start(self, exec_id: str, job_id: int, token: int, attempt: int) -> None:
+    def start(self, exec_id: str, job_id: int, token: int, attempt: int,
+              parents: dict[str, list[Any]] | None = None) -> None:
         self._line({"kind": "start", "exec_id": exec_id, "job_id": job_id, "lease_token": token,
                     "attempt": attempt, "worker": self.worker, "pid": self.pid, "at": time.time()})
 
@@ -113,10 +119,11 @@ class FileAudit:
 
 
 def execute(audit: Audit | FileAudit, job_id: int, token: int, attempt: int, payload: Any,
-            canceled: Any, hold: float | None = None) -> dict[str, str]:
+            canceled: Any, hold: float | None = None,
+            parents: dict[str, list[Any]] | None = None) -> dict[str, str]:
     """One execution: audited start, the work, audited end, then the planned outcome."""
     exec_id = uuid.uuid4().hex[:16]
-    audit.start(exec_id, job_id, token, attempt)
+    audit.start(exec_id, job_id, token, attempt, parents)
     if payload.get("plan") == "exit" and hold is None:
         os._exit(3)  # the poison pill: the whole worker process dies mid-handler
     seconds = hold if hold is not None else float(payload.get("ms", 0)) / 1000
@@ -144,11 +151,23 @@ def build(dsn: str | None, name: str | None, lease: timedelta, concurrency: int,
     @worker.handler(TOPIC, max_attempts=MAX_ATTEMPTS, backoff_base=timedelta(milliseconds=50),
                     backoff_max=timedelta(milliseconds=200), timeout=None)
     def handle(job: brooq.Job) -> dict[str, str]:
-        return execute(audit, job.id, job.lease_token, job.attempt, job.payload, job.canceled)
+        return execute(audit, job.id, job.lease_token, job.attempt, job.payload, job.canceled,
+                       parents=seen_parents(job))
 
     if isinstance(audit, FileAudit):
         witness_settles(audit)
     return worker
+
+
+def seen_parents(job: brooq.Job) -> dict[str, list[Any]] | None:
+    """A workflow's child: each parent's state and the execution its result names, as
+    the claim handed them to the handler (Job.parents); None for a job without parents."""
+    if not job.parents:
+        return None
+    if isinstance(job.parents, brooq.Undecodable):
+        return {"undecodable": [str(job.parents), None]}
+    return {str(p.id): [p.state, p.result.get("exec") if isinstance(p.result, dict) else None]
+            for p in job.parents}
 
 
 def witness_settles(audit: FileAudit) -> None:
@@ -173,9 +192,12 @@ def failover_worker() -> brooq.Worker:
 
 
 def _storm_job(audit: Audit, hold: float, outcomes: dict[int, tuple[str, str | None]],
-               job_id: int, token: int, attempt: int, payload: Any) -> None:
+               job_id: int, token: int, attempt: int, payload: Any, parents: Any) -> None:
+    seen = None if not parents else {  # the claim's JSON array, as Job.parents reads it
+        str(p["id"]): [p["state"], p["result"].get("exec") if isinstance(p["result"], dict) else None]
+        for p in parents}
     try:
-        execute(audit, job_id, token, attempt, payload, None, hold)
+        execute(audit, job_id, token, attempt, payload, None, hold, seen)
         outcomes[job_id] = ("done", None)
     except RuntimeError as exc:
         outcomes[job_id] = ("failed", str(exc))
@@ -190,7 +212,7 @@ def storm(dsn: str, name: str, lease: timedelta, hold: float, batch: int) -> Non
             with psycopg.connect(dsn, autocommit=True, application_name=f"brooq worker {name}") as conn:
                 while True:
                     rows = conn.execute(
-                        "select id, lease_token, attempt, payload from brooq.claim(%s, array[%s], %s, %s)",
+                        "select id, lease_token, attempt, payload, parents from brooq.claim(%s, array[%s], %s, %s)",
                         [name, TOPIC, batch, lease]).fetchall()
                     if not rows:
                         time.sleep(0.1)

@@ -35,6 +35,22 @@ illegal_transition     a change of state that the state machine does not allow
                        max_lease_losses times in a row and not made dead...)
 live_row_deleted       a row deleted while pending, failed or processing (purge)
 
+Workflows (a child enqueued after parents; docs/architecture.md, Workflows):
+
+child_ran_early        a child claimed before each of its parents had ended (done, or
+                       any terminal state under after_policy run), in the log's order:
+                       the settle that ends a parent releases its children in its
+                       own transaction, so a parent's end comes before its child's claim
+policy_broken          a child whose outcome is not its policy's: with every parent
+                       done, or under after_policy run, it must run; under cancel with
+                       a parent dead or canceled it must end canceled, never claimed,
+                       in the name of such a parent (canceled_by) and after its end;
+                       unless a cancel of the child itself came first (a child made
+                       ready twice left pending for waiting between: illegal_transition)
+parents_misread        an execution of a child whose handler saw (Job.parents) other
+                       parents than the job's edges, a parent not ended, or a state or
+                       result (the execution it names) other than the parent's final one
+
 A failover (a fault of kind "failover", at the instant the primary was killed) may
 take away claims the standby never received: brooq commits its claims without
 waiting for the flush (queries.CLAIM). An execution under a lease token the log does
@@ -71,6 +87,9 @@ VIOLATIONS = (
     "attempts_mismatch",
     "illegal_transition",
     "live_row_deleted",
+    "child_ran_early",
+    "policy_broken",
+    "parents_misread",
 )
 EXEC_IN_ERROR = re.compile(r"exec=([\w-]+)")
 POISON_ERROR = "lease lost "  # how brooq.reap's last_error of a poison pill begins
@@ -136,6 +155,7 @@ def check(history: History, cancel_bound: float = math.inf, max_lease_losses: in
     _check_outcomes(history, transitions, report)
     _check_executions(history, by_job, claims, lost_claims, report)
     _check_cancels(history, by_job, cancel_bound, report)
+    _check_workflows(history, transitions, report)
     _figures(history, by_job, claims, report, max_lease_losses)
     report.figures["failovers"] = len(failovers(history))
     report.figures["claims_lost_in_failover"] = len(lost_claims)
@@ -196,6 +216,8 @@ def _walk(job_id: int, ts: list[Transition], history: History, report: Report,
                 claims[t.new_token] = _Claim(t.new_token, t.attempts, t.at, len(claims))
         elif t.new_token != t.old_token:
             report.flag("illegal_transition", f"{where}: only a claim changes the token")
+        elif t.old_state == "waiting" and t.new_state == "pending":
+            pass  # released by its last parent's end (judged in _check_workflows)
         elif t.old_state == "processing" and t.new_state == "pending":
             _end(claims, t, "reap")
             losses += 1
@@ -367,6 +389,65 @@ def _check_executions(history: History, by_job: dict[int, list[Execution]],
                 report.flag("reexec_unexplained",
                             f"job {job_id}: executed again under token {e.lease_token}, the claim before "
                             f"ended {before.end_kind if before else 'unseen'}")
+
+
+def _check_workflows(history: History, transitions: dict[int, list[Transition]], report: Report) -> None:
+    """Each child against its parents' ends (the log's order: one sequence for every
+    job) and its after_policy; what its handler saw of them. Needs the log."""
+    parents: dict[int, list[int]] = defaultdict(list)
+    for parent, child in history.edges:
+        parents[child].append(parent)
+    ended: dict[int, Transition] = {}  # a job's first terminal transition
+    for job_id, ts in transitions.items():
+        for t in ts:
+            if t.new_state in TERMINAL:
+                ended[job_id] = t
+                break
+    canceled_itself = {c.job_id for c in history.cancels if c.canceled}
+    f = Counter[str]()
+    for child, ps in sorted(parents.items()):
+        row = history.jobs.get(child)
+        if row is None or not history.has_transitions:
+            continue  # lost (flagged elsewhere), or no log to order by
+        f["children"] += 1
+        ts = transitions.get(child, [])
+        claims = [t for t in ts if t.new_state == "processing"]
+        rows = {p: history.jobs.get(p) for p in ps}
+        bad = sorted(p for p, r in rows.items() if r is not None and r.state in ("dead", "canceled"))
+        run = row.after_policy == "run"
+        for c in claims[:1]:
+            late = [p for p in ps if p not in ended or ended[p].seq > c.seq
+                    or (not run and ended[p].new_state != "done")]
+            if late:
+                report.flag("child_ran_early", f"job {child} ({row.after_policy}) claimed at seq {c.seq} "
+                                               f"before parents {late} had ended so")
+        f["released"] += sum(1 for t in ts if t.old_state == "waiting" and t.new_state == "pending")
+        if child in canceled_itself:
+            f["children_canceled_themselves"] += 1
+        elif not bad or run:
+            if not claims or row.state == "canceled":
+                report.flag("policy_broken", f"job {child} ({row.after_policy}, parents {ps}, bad {bad}) "
+                                             f"ended {row.state} with {len(claims)} claims: it had to run")
+            f["children_run_after_a_bad_parent" if bad else "children_run"] += 1
+        else:
+            cancel = next((t for t in ts if t.new_state == "canceled"), None)
+            cause = ended.get(row.canceled_by) if row.canceled_by is not None else None
+            if (row.state != "canceled" or claims or row.canceled_by not in bad
+                    or (cancel is not None and (cause is None or cause.seq > cancel.seq))):
+                report.flag("policy_broken", f"job {child} (cancel, parents {ps}, bad {bad}) ended {row.state}"
+                                             f" by {row.canceled_by} with {len(claims)} claims")
+            f["children_canceled_by_a_parent"] += 1
+    for e in history.executions:
+        if e.job_id not in parents:
+            continue
+        f["child_executions"] += 1
+        want = {str(p): [r.state, r.result.get("exec") if isinstance(r.result, dict) else None]
+                for p in parents[e.job_id] if (r := history.jobs.get(p)) is not None}
+        if e.parents != want or any(s not in TERMINAL for s, _ in want.values()):
+            report.flag("parents_misread", f"exec {e.exec_id} of job {e.job_id} saw {e.parents}, "
+                                           f"the parents ended {want}")
+    report.figures |= {f"workflow_{k}": v for k, v in sorted(f.items())}
+    report.figures["workflow_edges"] = len(history.edges)
 
 
 def _paused(history: History, worker: str, start: float, end: float) -> float:

@@ -27,6 +27,15 @@ Fault schedules (names for --faults):
   cancel     ~1% of the jobs canceled while processing (running or prefetched)
   purge      four concurrent purgers on many old terminal rows (and some live old
              rows that must stay) while the workers run
+
+Workflows (the chaos mix, ``workflow_share`` of the producer's batches): a batch of
+ten is one workflow enqueued in one enqueue_many call: a root, a fan-out of four
+after it, a fan-in after those four, a chain of three after the fan-in, and a last
+job after the root, the chain's end and the newest job of an earlier batch (often
+still running: a parent that settles while its child is enqueued). Its after_policy
+is cancel or run, half each; its jobs fail always a little more often than others
+(8%), so that parents die and the cancels hit parents too; the canceler also cancels
+waiting jobs (a fifth of its cancels). The checker holds each child to its policy.
 """
 
 from __future__ import annotations
@@ -76,6 +85,7 @@ class Config:
     cancel_share: float = 0.01
     purge_rows: int = 20_000
     drain_timeout: float = 120.0
+    workflow_share: float = 0.2  # the chaos mix: batches that are one workflow each
     mix: str = "chaos"  # "prefetch": every job 150-400 ms, so prefetched jobs wait for a thread;
     # "failover": no slow job (the queue drains in a moment when a failover needs it quiet),
     # no poison pill (the same worker processes from start to end)
@@ -164,6 +174,20 @@ class Chaos:
             return {"plan": "ok", "ms": rng.randint(800, 2500)}  # slow: often running when a fault hits
         return {"plan": "ok", "ms": rng.randint(10, 150)}
 
+    def workflow(self, rng: random.Random, n: int) -> tuple[list[tuple[int, int]], str]:
+        """The edges of one workflow batch of ``n`` jobs ((child, parent): elements from
+        1, ``-k`` for element k, or the id of an earlier batch's job), and its policy."""
+        if self.c.mix != "chaos" or n < 10 or rng.random() >= self.c.workflow_share:
+            return [], "cancel"
+        edges = [(c, -1) for c in (2, 3, 4, 5)]  # fan-out
+        edges += [(6, -k) for k in (2, 3, 4, 5)]  # fan-in
+        edges += [(7, -6), (8, -7), (9, -8), (10, -1), (10, -9)]  # a chain; a last job
+        with self.lock:
+            earlier = max(self.h.acked, default=None)
+        if earlier is not None:
+            edges.append((10, earlier))
+        return edges, rng.choice(("cancel", "run"))
+
     def produce(self) -> None:
         rng = random.Random(self.c.seed + 1)
         batch = 10
@@ -173,16 +197,21 @@ class Chaos:
         sent = 0
         while len(self.h.acked) < self.c.jobs:
             next_at += interval
-            payloads = [self.payload(rng) for _ in range(min(batch, self.c.jobs - len(self.h.acked)))]
+            n = min(batch, self.c.jobs - len(self.h.acked))
+            edges, policy = self.workflow(rng, n)
+            payloads = [self.payload(rng) for _ in range(n)]
             for p in payloads:  # which job an acknowledged id is (see history.acked_payload)
                 sent += 1
                 p["p"] = sent
+                if edges and p["plan"] != "exit" and rng.random() < 0.08:
+                    p["plan"] = "always_fail"  # a parent that dies
             try:
                 with self.produce_lock:
                     if conn is None or conn.closed:
                         conn = psycopg.connect(self.dsn, connect_timeout=5)
                     with conn.transaction():
-                        got = brooq.enqueue_many(conn, "chaos", payloads)
+                        got = brooq.enqueue_many(conn, "chaos", payloads, after=edges or None,
+                                                 after_policy=policy)
                     now = time.time()  # the commit returned: acknowledged
                     with self.lock:
                         for e, p in zip(got, payloads, strict=True):
@@ -203,9 +232,10 @@ class Chaos:
         while self.producing.is_set():
             time.sleep(every * rng.uniform(0.5, 1.5))
             try:
+                state = "waiting" if rng.random() < 0.2 else "processing"
                 with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as conn:
-                    rows = conn.execute("select id from brooq.job where topic = 'chaos' and state = "
-                                        "'processing' order by id").fetchall()
+                    rows = conn.execute("select id from brooq.job where topic = 'chaos' and state = %s"
+                                        " order by id", [state]).fetchall()
                     if not rows:
                         continue
                     job_id = rows[rng.randrange(len(rows))][0]

@@ -8,7 +8,8 @@ Three witnesses, each written at the moment it happens:
   process ended;
 - the handlers, in ``chaos.execution`` through their own autocommit connection: one row
   per execution (job id, lease token, attempt, worker, pid, an execution id, start,
-  end, and whether the handler learnt that its lease was lost);
+  end, whether the handler learnt that its lease was lost, and for a workflow's child
+  the state and result of each parent as its handler saw them);
 - the database, in ``chaos.transition``: a trigger on ``brooq.job`` logs every change of
   state or lease token (claim, settle, reap, cancel) in the same transaction as the
   change, and every deletion of a row that was not terminal. It sees only what
@@ -46,7 +47,8 @@ create table chaos.execution (
     pid         integer not null,
     started_at  double precision not null,
     ended_at    double precision,
-    lost        boolean
+    lost        boolean,
+    parents     jsonb              -- a workflow's child: what its handler saw of its parents
 );
 
 create table chaos.transition (
@@ -99,6 +101,9 @@ class Execution:
     started_at: float
     ended_at: float | None  # None: never finished (killed, or still stopped at the end)
     lost: bool = False  # the handler saw job.canceled: it stopped early
+    # a workflow's child: its parents as its handler saw them (Job.parents), by id:
+    # [state, the execution its result names]
+    parents: dict[str, list[Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,8 @@ class JobRow:
     payload: Any
     result: Any = None
     last_error: str | None = None
+    after_policy: str = "cancel"
+    canceled_by: int | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,7 @@ class History:
     has_transitions: bool = True  # False: a client-only history (the database log was not kept)
     settles: list[SettleRecord] = field(default_factory=list)  # acknowledged outcomes (failover runs)
     acked_payload: dict[int, int] = field(default_factory=dict)  # job id -> its payload's "p"
+    edges: list[tuple[int, int]] = field(default_factory=list)  # workflows: (parent, child)
 
     def dump(self, path: Path) -> None:
         data = asdict(self)
@@ -187,6 +195,7 @@ class History:
             has_transitions=data["has_transitions"],
             settles=[SettleRecord(**s) for s in data.get("settles", [])],
             acked_payload={int(k): v for k, v in data.get("acked_payload", [])},
+            edges=[(p, c) for p, c in data.get("edges", [])],
         )
 
 
@@ -200,12 +209,16 @@ def read_database(conn: psycopg.Connection[Any], history: History, topics: list[
     history.executions = [
         Execution(*r) for r in conn.execute(
             "select exec_id, job_id, lease_token, attempt, worker, pid, started_at, ended_at,"
-            " coalesce(lost, false) from chaos.execution order by started_at").fetchall()]
+            " coalesce(lost, false), parents from chaos.execution order by started_at").fetchall()]
     history.transitions = [
         Transition(*r) for r in conn.execute(
             "select seq, job_id, at, old_state, new_state, old_token, new_token, attempts, holder"
             " from chaos.transition order by seq").fetchall()]
     history.jobs = {
         r[0]: JobRow(*r) for r in conn.execute(
-            "select id, state, attempts, max_attempts, lease_token, payload, result, last_error"
-            " from brooq.job where topic = any(%s)", [topics]).fetchall()}
+            "select id, state, attempts, max_attempts, lease_token, payload, result, last_error,"
+            " after_policy, canceled_by from brooq.job where topic = any(%s)", [topics]).fetchall()}
+    history.edges = [
+        (r[0], r[1]) for r in conn.execute(
+            "select e.parent, e.child from brooq.job_edge e join brooq.job j on j.id = e.child"
+            " where j.topic = any(%s) order by e.child, e.parent", [topics]).fetchall()]
