@@ -2,6 +2,7 @@
 
     bash bench/run [--smoke] [--only brooq,pgqueuer] [--runs N] [--scenarios drain,latency]
     bash bench/run soak|deep|snapshot --help     the long runs (bench/soak.py, deep.py, snapshot.py)
+    bash bench/run workflows --help             dependency patterns, brooq and pg-boss (bench/workflows.py)
 
 Scenarios (docs/performance.md explains each figure):
   enqueue   bulk enqueue of N jobs (each system's fastest documented way) and single
@@ -597,12 +598,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-COMMANDS = {"soak": "bench.soak", "deep": "bench.deep", "snapshot": "bench.snapshot"}
+COMMANDS = {"soak": "bench.soak", "deep": "bench.deep", "snapshot": "bench.snapshot",
+            "workflows": "bench.workflows"}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in COMMANDS:  # the long runs: python -m bench soak|deep|snapshot --help
+    if argv and argv[0] in COMMANDS:  # the long runs: python -m bench soak|deep|snapshot|workflows --help
         import importlib
         return int(importlib.import_module(COMMANDS[argv[0]]).main(argv[1:]))
     args = parse(argv)

@@ -3,8 +3,8 @@
 `python -m bench --smoke --only brooq,brooq-sql` is `bash bench/run --smoke` without
 the bench's own virtualenv and the peers from PyPI and npm: it starts its own
 durable cluster, runs every scenario and writes the JSON we check here. The long runs
-(`python -m bench soak | deep | snapshot`) run with tiny sizes and seconds-long phases
-on the test server.
+(`python -m bench soak | deep | snapshot | workflows`) run with tiny sizes and
+seconds-long phases on the test server.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def long_run(*args: str) -> tuple[str, list[str]]:
 def test_the_long_runs_refuse_a_server_elsewhere() -> None:
     """They load the server, create and drop databases, read its CPU in /proc: a --dsn
     that is not on this machine is refused before any connection, its password unshown."""
-    for run in ("soak", "deep", "snapshot"):
+    for run in ("soak", "deep", "snapshot", "workflows"):
         done = subprocess.run([sys.executable, "-m", "bench", run, "--dsn",
                                f"postgresql://bench:{SECRET}@203.0.113.7:5432/prod"],
                               cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
@@ -175,5 +175,54 @@ def test_the_long_runs_in_seconds(server: Server, tmp_path: Path) -> None:
     assert len(data["series"]) >= 5 and len(data["targets"]) == 2
     check_plots(data, 1)
     with psycopg.connect(server.admin_dsn) as conn:  # every database made was dropped
+        row = conn.execute("select count(*) from pg_database where datname like 'bench_%'").fetchone()
+    assert row == (0,)
+
+
+def test_the_workflow_patterns_have_the_published_shapes() -> None:
+    """pg-boss's patterns, parents always before their children (both systems enqueue a
+    workflow in one call, a parent named before its child)."""
+    from bench.workflows import edges
+    n = 1000
+    assert edges("baseline", n) == []
+    assert edges("fanout", n) == [(c, 0) for c in range(1, n)]
+    assert edges("fanin", n) == [(n - 1, p) for p in range(n - 1)]
+    assert edges("chain", n) == [(c, c - 1) for c in range(1, n)]
+    layered = edges("layered", n, layers=20, parents=3)
+    assert len(layered) == (n - 50) * 3  # 20 layers of 50, each job after 3 of the layer before
+    assert all(c // 50 == p // 50 + 1 for c, p in layered)
+    for pattern in ("fanout", "fanin", "chain", "layered"):
+        assert all(p < c for c, p in edges(pattern, n)), pattern
+
+
+def test_the_workflow_bench_sees_a_child_claimed_before_its_parent() -> None:
+    """The order check that every run makes can fail: a child claimed before its parent's
+    settle was sent, or whose parent was never settled, is counted."""
+    from bench.workflows import ran_early
+    chain = [(1, 0), (2, 1)]
+    assert ran_early(chain, claimed_at=[1.0, 3.0, 5.0], settle_sent=[2.0, 4.0, 6.0]) == 0
+    assert ran_early(chain, claimed_at=[1.0, 1.5, 5.0], settle_sent=[2.0, 4.0, 6.0]) == 1
+    assert ran_early(chain, claimed_at=[1.0, 3.0, 5.0], settle_sent=[2.0, 0.0, 6.0]) == 1
+    assert ran_early(chain, claimed_at=[1.0, 3.0, 0.0], settle_sent=[2.0, 4.0, 0.0]) == 0
+
+
+@pytest.mark.slow
+def test_the_workflow_bench_in_seconds(server: Server, tmp_path: Path) -> None:
+    """`python -m bench workflows` for brooq: every pattern enqueued, drained whole, in
+    order, with its figures (pg-boss needs npm: `bash bench/run workflows` brings it)."""
+    out, _ = long_run("workflows", "--jobs", "300", "--layers", "5", "--only", "brooq",
+                      "--dsn", server.admin_dsn, "--json", str(tmp_path / "wf.json"))
+    assert "brooq vs best peer" in out, out
+    data = json.loads((tmp_path / "wf.json").read_text())
+    runs = {r["pattern"]: r for r in data["runs"]}
+    assert sorted(runs) == sorted(["baseline", "fanout", "fanin", "layered", "chain"])
+    for r in runs.values():
+        assert r["finished"] and r["settled"] == 300 and r["ran_early"] == 0, r
+    assert runs["layered"]["edges"] == 240 * 3 and runs["chain"]["edges"] == 299
+    figures = {(f["scenario"], f["metric"]): f for f in data["figures"]}
+    for pattern in runs:
+        for metric in ("enqueue, one call", "drain", "claim p95", "settle p95"):
+            assert figures[(pattern, metric)]["median"] > 0 and not figures[(pattern, metric)]["note"]
+    with psycopg.connect(server.admin_dsn) as conn:
         row = conn.execute("select count(*) from pg_database where datname like 'bench_%'").fetchone()
     assert row == (0,)
