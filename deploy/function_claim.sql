@@ -111,7 +111,7 @@ begin;
 -- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
 -- with the trace context it was enqueued under (trace_context, NULL: none) and, for
 -- a job with parents (workflows), parents: their states and results as a JSON array
--- (brooq._parents_json; NULL for a job without parents, which costs it nothing).
+-- (brooq._job_parents; NULL for a job without parents, which costs it nothing).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
@@ -316,7 +316,7 @@ begin
                   case when v_execs[1] is not null
                        then greatest(j.first_claimed_at + v_execs[1] - v_now, interval '0') end,
                   j.trace_context,
-                  case when j.after_policy is not null then brooq._parents_json(j.id) end;
+                  case when j.after_policy is not null then (select v.parents from brooq._job_parents v where v.child = j.id) end;
         if cardinality(v_rated) > 0 then
             -- a rate-limited topic: this claim's jobs enter the window (brooq.claim_window)
             get diagnostics v_n = row_count;
@@ -401,7 +401,7 @@ begin
                       case when e.max_execution is not null
                            then greatest(j.first_claimed_at + e.max_execution - v_now, interval '0') end as execution_left,
                       j.trace_context,
-                      case when j.after_policy is not null then brooq._parents_json(j.id) end as parents
+                      case when j.after_policy is not null then (select v.parents from brooq._job_parents v where v.child = j.id) end as parents
         ), counted as (
             -- rate-limited topics: this claim's jobs enter the window (brooq.claim_window)
             insert into brooq.claim_window (topic, claimed_at, jobs)

@@ -61,31 +61,29 @@ comment on function brooq.parents(bigint) is
 revoke all on function brooq.parents(bigint) from public;
 grant execute on function brooq.parents(bigint) to brooq_producer, brooq_worker;
 
--- brooq._parents_json(child) -> jsonb, what brooq.claim hands a job with parents
+-- brooq._job_parents (child, parents): what brooq.claim hands a job with parents
 --
--- The parents of `child` as brooq.parents returns them, as one JSON array in parent
--- id order: [{id, topic, state, result, last_error, updated_at}, ...]; NULL when it
--- has none left in the table. Private: claim calls it for the jobs it claims that
--- have parents (after_policy is not null), so the worker reads them with the claim
--- and a handler needs no connection of its own.
-create or replace function brooq._parents_json(child bigint)
-returns jsonb
-language sql
-stable
-set search_path = pg_catalog, pg_temp
-as $$
-    select jsonb_agg(jsonb_build_object('id', p.id, 'topic', p.topic, 'state', p.state,
+-- Per child, its parents as brooq.parents returns them, as one JSON array in parent
+-- id order: [{id, topic, state, result, last_error, updated_at}, ...]; no row for a
+-- job with none left in the table. Private: claim reads it, as a subquery on child,
+-- for the jobs it claims that have parents (after_policy is not null), so the worker
+-- reads them with the claim and a handler needs no connection of its own. A view,
+-- not a function: the planner pushes `child = ...` below the aggregate and runs it
+-- inside the claim's own statement (a function call per claimed job cost about 6 us,
+-- a quarter of the time of a claim of 100 children of one parent).
+create view brooq._job_parents as
+    select e.child,
+           jsonb_agg(jsonb_build_object('id', p.id, 'topic', p.topic, 'state', p.state,
                                         'result', p.result, 'last_error', p.last_error,
-                                        'updated_at', p.updated_at) order by p.id)
+                                        'updated_at', p.updated_at) order by p.id) as parents
       from brooq.job_edge e
       join brooq.job p on p.id = e.parent
-     where e.child = _parents_json.child
-$$;
+     group by e.child;
 
-comment on function brooq._parents_json(bigint) is
-'Private: a job''s parents as one JSON array (id order), what brooq.claim hands a job with parents.';
+comment on view brooq._job_parents is
+'Private: per child, its parents as one JSON array (id order), what brooq.claim hands a job with parents.';
 
-revoke all on function brooq._parents_json(bigint) from public;
+revoke all on brooq._job_parents from public;
 
 -- brooq.children(job_id, max_rows) -> setof brooq.child_job, in child id order
 --

@@ -4,7 +4,7 @@ begin;
 
 drop function brooq.children(bigint, integer);
 drop type brooq.child_job;
-drop function brooq._parents_json(bigint);
+drop view brooq._job_parents;
 drop function brooq.parents(bigint);
 drop type brooq.parent_job;
 

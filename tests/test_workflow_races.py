@@ -78,7 +78,8 @@ def test_a_parent_settling_while_its_child_is_enqueued_is_counted(db: str, conn:
     """One connection settles a parent while another enqueues a child of it, each in a
     transaction held open a few milliseconds at random, 40 rounds, half of them for the
     parent's second child: whichever commits first, the child ends pending (never left
-    waiting for a parent already done)."""
+    waiting for a parent already done). Each side starts first in half the rounds (the
+    other a few milliseconds later), so that a loaded machine still sees both orders."""
     declare(conn, "wf.p")
     declare(conn, "wf.c")
     orders: dict[str, int] = {"settle first": 0, "enqueue first": 0}
@@ -89,10 +90,12 @@ def test_a_parent_settling_while_its_child_is_enqueued_is_counted(db: str, conn:
         ((_, token),) = claim_all(conn, "w", ["wf.p"]).items()
         rng = random.Random(r)
         hold = [rng.uniform(0, 0.01), rng.uniform(0, 0.01)]
+        lead = [0.0, rng.uniform(0, 0.005)][:: 1 if r % 4 < 2 else -1]
 
         def work(i: int, c: Conn, barrier: threading.Barrier, parent: int = parent, token: int = token,
-                 hold: list[float] = hold) -> tuple[float, Any]:
+                 hold: list[float] = hold, lead: list[float] = lead) -> tuple[float, Any]:
             barrier.wait()
+            time.sleep(lead[i])
             with c.transaction():
                 if i == 0:
                     out = c.execute("select brooq.settle(%s, 'w', %s, 'done')", (parent, token)).fetchone()

@@ -11,6 +11,6 @@ select 1 / pg_catalog.has_function_privilege('brooq_worker', 'brooq.parents(bigi
 select 1 / (p.prosecdef and p.proconfig = array['search_path=pg_catalog, pg_temp'])::int
   from pg_catalog.pg_proc p where p.oid = 'brooq.children(bigint, integer)'::regprocedure;
 select 1 / pg_catalog.has_function_privilege('brooq_producer', 'brooq.children(bigint, integer)', 'execute')::int;
-select 1 / (not pg_catalog.has_function_privilege('brooq_worker', 'brooq._parents_json(bigint)', 'execute'))::int;
+select 1 / (not pg_catalog.has_table_privilege('brooq_worker', 'brooq._job_parents', 'select'))::int;
 
 rollback;

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(315);
+select plan(314);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -32,7 +32,6 @@ insert into matrix values
     ('brooq._rearm(bigint[], boolean)', false, false, false),
     ('brooq.parents(bigint)', true, true, true),
     ('brooq.children(bigint, integer)', true, true, true),
-    ('brooq._parents_json(bigint)', false, false, false),
     ('brooq.claim(text, text[], integer, interval)', false, true, true),
     ('brooq.settle(bigint, text, bigint, text, text, interval, jsonb)', false, true, true),
     ('brooq.settle_many(text, bigint[], bigint[], text[], text[], interval[], jsonb[])', false, true, true),
@@ -104,6 +103,10 @@ select table_privs_are('brooq', 'topics', 'brooq_producer', array[]::text[], 'br
 select table_privs_are('brooq', 'retention_stats', 'brooq_producer', array[]::text[], 'brooq_producer may not read retention_stats');
 select is((select count(*)::int from pg_class c, aclexplode(c.relacl) a
             where c.relnamespace = 'brooq'::regnamespace and a.grantee = 0), 0, 'PUBLIC has no privilege on any brooq relation');
+-- only brooq's owner reads the parents claim hands a child (brooq.claim)
+select table_privs_are('brooq', '_job_parents', 'brooq_producer', array[]::text[], 'brooq_producer has no right on _job_parents');
+select table_privs_are('brooq', '_job_parents', 'brooq_worker', array[]::text[], 'brooq_worker has no right on _job_parents');
+select table_privs_are('brooq', '_job_parents', 'brooq_admin', array[]::text[], 'brooq_admin has no right on _job_parents');
 -- only brooq's owner may lock a topic's flow lock (brooq.claim)
 select table_privs_are('brooq', 'flow_lock', 'brooq_worker', array[]::text[], 'brooq_worker has no right on flow_lock');
 select table_privs_are('brooq', 'flow_lock', 'brooq_admin', array[]::text[], 'brooq_admin has no right on flow_lock');

@@ -10,8 +10,9 @@ select has_schema('brooq');
 select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'flow_lock', 'job_group', 'schedule', 'retention_stat', 'staged_call',
                                  'job_edge'],
     'brooq has exactly the tables topic, job, job_watch, claim_window, flow_lock, job_group, schedule, retention_stat, staged_call and job_edge');
-select views_are('brooq', array['topics', 'topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats', 'staged_calls'],
-    'brooq has exactly the views topics, topic_stats, in_flight, jobs, schedules, retention_stats and staged_calls');
+select views_are('brooq', array['topics', 'topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats', 'staged_calls',
+                          '_job_parents'],
+    'brooq has exactly the views topics, topic_stats, in_flight, jobs, schedules, retention_stats and staged_calls, and the private _job_parents');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check', 'ticked_job',
                                 'parent_job', 'child_job'],
     'brooq has exactly its named row types and the state domain');
