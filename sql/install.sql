@@ -260,6 +260,11 @@ create index job_group_idx on brooq.job (topic, group_key, group_seq)
 create index job_terminal_idx on brooq.job (topic, updated_at)
     where state in ('done', 'dead', 'canceled');
 
+-- the dashboard's lists: failed, dead and canceled jobs by topic and state, newest first.
+-- Only failing jobs write to it. (table_job_add_failures_idx)
+create index job_failures_idx on brooq.job (topic, state, id)
+    where state in ('failed', 'dead', 'canceled');
+
 -- idempotency: one job per (topic, key) for the whole life of the row.
 create unique index job_idempotency_key_idx on brooq.job (topic, idempotency_key)
     where idempotency_key is not null;

@@ -203,6 +203,40 @@ def test_pages_render_from_the_views(dashboard: Dashboard, db: str, jobs: dict[s
     assert dashboard.get("/healthz") == (200, "ok\n")
 
 
+def test_the_failure_lists_read_the_failures_not_the_history(db: str) -> None:
+    """The dead and failed list, of every topic or of one, reads one range of
+    job_failures_idx per topic: 20,000 done jobs newer than the failures are never read
+    (the list once walked job_pkey back until it had 200 rows; docs/dashboard.md)."""
+    from brooq.tools import queries as tool_queries
+    from brooq.tools.dashboard import Database
+    with psycopg.connect(db, autocommit=True) as conn:
+        for t in ("a", "b", "c"):
+            conn.execute("select brooq.declare_topic(%s)", [t])
+        conn.execute("insert into brooq.job (topic, payload, state, attempts, max_attempts, last_error,"
+                     " available_at, created_at, updated_at)"
+                     " select (array['a', 'b'])[1 + g % 2], '{}', (array['dead', 'failed'])[1 + g / 3 % 2],"
+                     " 1, 5, 'boom ' || g, now(), now(), now() from generate_series(1, 12) g")
+        conn.execute("insert into brooq.job (topic, payload, state, attempts, max_attempts,"
+                     " available_at, created_at, updated_at)"
+                     " select (array['a', 'b', 'c'])[1 + g % 3], '{}', 'done', 1, 5, now(), now(), now()"
+                     " from generate_series(1, 20000) g")
+        conn.execute("vacuum analyze brooq.job")
+        failures = conn.execute("select id, topic, state from brooq.job"
+                                " where state in ('dead', 'failed') order by id desc").fetchall()
+        names = Database.topic_names(conn)
+        assert names == ["a", "b", "c"]
+        for topics, states in ((names, ["dead", "failed"]), (["a"], ["dead"]), (["c"], ["dead", "failed"])):
+            with conn.transaction():
+                read = "select pg_stat_get_xact_tuples_returned('brooq.job'::regclass)" \
+                       " + pg_stat_get_xact_tuples_fetched('brooq.job'::regclass)"
+                before = conn.execute(read).fetchone()[0]  # type: ignore[index]
+                rows = conn.execute(tool_queries.DASHBOARD_JOBS,
+                                    {"topics": topics, "states": states, "limit": 5}).fetchall()
+                tuples = conn.execute(read).fetchone()[0] - before  # type: ignore[index]
+            assert [r[:3] for r in rows] == [f for f in failures if f[1] in topics and f[2] in states][:5]
+            assert tuples <= 12, f"the list of {topics} {states} read {tuples} rows of brooq.job"
+
+
 def test_actions_need_the_token_and_a_form_of_this_dashboard(
         dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
     dead = jobs["dead"]
@@ -372,9 +406,17 @@ def test_the_documented_read_only_role_sees_every_page(
         try:
             for path in ("/", "/in-flight", "/jobs", f"/jobs/{jobs['dead']}", "/healthz"):
                 assert d.get(path)[0] == 200, path
+            assert d.get(f"/find?q={jobs['dead']}")[0] == 303  # found: to its page
             status, _, text = d.request("POST", f"/jobs/{jobs['failed']}/cancel", {},
                                         {"authorization": f"Bearer {TOKEN}"})
             assert status == 403 and "brooq_admin" in text  # the database refuses
+            # a role granted before brooq.topics was in the block: the names come
+            # from brooq.topic_stats instead
+            with psycopg.connect(db, autocommit=True) as conn:
+                conn.execute(f"revoke select on brooq.topics from {role}")  # type: ignore[call-overload]
+            status, text = d.get("/jobs")
+            assert status == 200 and f'id="job-{jobs["dead"]}"' in text and 'value="email"' in text
+            assert d.get(f"/find?q={jobs['dead']}")[0] == 303
         finally:
             d.proc.terminate()
             d.proc.wait(timeout=10)

@@ -2,7 +2,7 @@
 -- constraints (proven by inserts as the owner), indexes, row types, views;
 -- then table privileges under switched roles.
 begin;
-select plan(72);
+select plan(74);
 
 -- Structure -------------------------------------------------------------------
 
@@ -77,8 +77,8 @@ select ok(
 
 select indexes_are('brooq', 'job',
     array['job_pkey', 'job_ready_idx', 'job_lease_idx', 'job_terminal_idx', 'job_idempotency_key_idx', 'job_suspect_idx',
-          'job_group_idx'],
-    'job has exactly its seven indexes');
+          'job_group_idx', 'job_failures_idx'],
+    'job has exactly its eight indexes');
 select has_index('brooq', 'job', 'job_group_idx', array['topic', 'group_key', 'group_seq'],
     'job_group_idx is on (topic, group_key, group_seq): the first active job of a group');
 select is(
@@ -105,6 +105,12 @@ select is(
     (select pg_get_expr(i.indpred, i.indrelid) from pg_index i where i.indexrelid = 'brooq.job_terminal_idx'::regclass),
     $$((state)::text = ANY (ARRAY['done'::text, 'dead'::text, 'canceled'::text]))$$,
     'job_terminal_idx covers the terminal states only');
+select has_index('brooq', 'job', 'job_failures_idx', array['topic', 'state', 'id'],
+    'job_failures_idx is on (topic, state, id): a topic''s failures of a state, newest first');
+select is(
+    (select pg_get_expr(i.indpred, i.indrelid) from pg_index i where i.indexrelid = 'brooq.job_failures_idx'::regclass),
+    $$((state)::text = ANY (ARRAY['failed'::text, 'dead'::text, 'canceled'::text]))$$,
+    'job_failures_idx holds failed, dead and canceled jobs only');
 select index_is_unique('brooq', 'job', 'job_idempotency_key_idx', 'the idempotency index is unique');
 select is(
     (select pg_get_expr(i.indpred, i.indrelid) from pg_index i where i.indexrelid = 'brooq.job_idempotency_key_idx'::regclass),

@@ -357,19 +357,27 @@ class Database:
             return conn.cursor(row_factory=class_row(InFlight)).execute(
                 tool_queries.DASHBOARD_IN_FLIGHT, [LIST_LIMIT]).fetchall()
 
+    @staticmethod
+    def topic_names(conn: psycopg.Connection[Any]) -> list[str]:
+        try:
+            return [r[0] for r in conn.execute(tool_queries.DASHBOARD_TOPIC_NAMES)]
+        except psycopg.errors.InsufficientPrivilege:  # a read-only role granted before brooq.topics
+            return [s.topic for s in producer.topic_stats(conn)]
+
     def jobs(self, topic: str | None, states: Sequence[str]) -> tuple[list[JobLine], list[str]]:
         with self.connect() as conn:
-            topics = [s.topic for s in producer.topic_stats(conn)]
+            topics = self.topic_names(conn)
             jobs = conn.cursor(row_factory=class_row(JobLine)).execute(
                 tool_queries.DASHBOARD_JOBS,
-                {"topic": topic, "states": list(states), "limit": LIST_LIMIT}).fetchall()
+                {"topics": [topic] if topic is not None else topics, "states": list(states),
+                 "limit": LIST_LIMIT}).fetchall()
         return jobs, topics
 
     def find(self, text: str) -> list[JobLine]:
         """The job whose id is ``text``, and the jobs whose idempotency key it is."""
         job_id = int(text) if text.isdigit() and int(text) < 2**63 else None
         with self.connect() as conn:
-            topics = [s.topic for s in producer.topic_stats(conn)]
+            topics = self.topic_names(conn)
             return conn.cursor(row_factory=class_row(JobLine)).execute(
                 tool_queries.DASHBOARD_FIND,
                 {"id": job_id, "topics": topics, "key": text, "limit": LIST_LIMIT}).fetchall()

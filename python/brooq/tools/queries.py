@@ -33,7 +33,7 @@ select r.rolname as role, r.rolsuper as superuser, current_database() as databas
 """
 
 # `brooq dashboard` (brooq.tools.dashboard): it reads only the views brooq.topic_stats,
-# brooq.in_flight and brooq.jobs (docs/dashboard.md, "Its database role").
+# brooq.topics, brooq.in_flight and brooq.jobs (docs/dashboard.md, "Its database role").
 
 # Jobs in flight, the longest held first: who holds each, since when, lease left.
 # Every jsonb column of the dashboard's queries is read as text: a value Python's json
@@ -47,14 +47,27 @@ select id, topic, attempts, max_attempts, locked_by, claimed_at, running_for,
  limit %s::integer
 """
 
-# The dead and failed list: newest first, the topic filter off when NULL (as LIST_JOBS),
-# without the payload and result the list does not show.
+# The topics' names, for the filters and the search box: brooq.topics, not
+# brooq.topic_stats, which counts every ready job (~200 ms with a million of them).
+DASHBOARD_TOPIC_NAMES: LiteralString = "select name from brooq.topics order by name"
+
+# The dead and failed list: newest first, of the topics and states given, without the
+# payload and result the list does not show. The newest of each topic and state first
+# (a backward range of job_failures_idx; no other state is listed), then the newest of those: a topic with a long
+# history of done jobs, or many dead ones when its canceled are listed, costs no more.
 DASHBOARD_JOBS: LiteralString = """
-select id, topic, state, attempts, max_attempts, updated_at, left(last_error, 400) as last_error
-  from brooq.jobs
- where (%(topic)s::text is null or topic = %(topic)s::text)
-   and state = any(%(states)s::text[])
- order by id desc
+select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.updated_at, j.last_error
+  from unnest(%(topics)s::text[]) as t(topic)
+ cross join unnest(%(states)s::text[]) as s(state)
+ cross join lateral (
+       select id, topic, state, attempts, max_attempts, updated_at, left(last_error, 400) as last_error
+         from brooq.jobs
+        where topic = t.topic
+          and state = s.state
+          and state in ('failed', 'dead', 'canceled')  -- the index's predicate, so it is used
+        order by id desc
+        limit %(limit)s::integer) as j
+ order by j.id desc
  limit %(limit)s::integer
 """
 
