@@ -53,8 +53,9 @@ DASHBOARD_TOPIC_NAMES: LiteralString = "select name from brooq.topics order by n
 
 # The dead and failed list: newest first, of the topics and states given, without the
 # payload and result the list does not show. The newest of each topic and state first
-# (a backward range of job_failures_idx; no other state is listed), then the newest of those: a topic with a long
-# history of done jobs, or many dead ones when its canceled are listed, costs no more.
+# (a backward range of job_failures_idx; no other state is listed), then the newest of
+# those: a long history of done jobs, or many dead ones when the canceled are listed,
+# costs nothing.
 DASHBOARD_JOBS: LiteralString = """
 select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.updated_at, j.last_error
   from unnest(%(topics)s::text[]) as t(topic)
