@@ -35,7 +35,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -489,3 +489,60 @@ def test_the_sql_functions_follow_the_state_machine(conn: Conn) -> None:
     run_state_machine_as_test(machine, settings=settings(
         max_examples=200, stateful_step_count=50, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+
+
+
+# A claim from several topics merges their heads (brooq.claim, in rounds): against the
+# same merge done here, over topics with priorities, times, delays and flow caps.
+# (topic 0 is the busiest, so that one head holds most of the first max_jobs)
+MERGE_JOB = st.tuples(st.sampled_from([0, 0, 0, 1, 2, 3]), st.integers(0, 2), st.integers(0, 20),
+                      st.just(0) | st.integers(0, 10))
+
+
+@given(jobs=st.lists(MERGE_JOB, min_size=4, max_size=60),
+       caps=st.lists(st.none() | st.none() | st.integers(1, 6), min_size=4, max_size=4),
+       busy=st.lists(st.integers(0, 3), min_size=4, max_size=4),
+       claimed=st.sets(st.integers(0, 3), min_size=2), max_jobs=st.integers(1, 12))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_claim_from_several_topics_takes_the_first_of_their_merged_heads(
+        conn: Conn, jobs: list[tuple[int, int, int, int]], caps: list[int | None], busy: list[int],
+        claimed: set[int], max_jobs: int) -> None:
+    """jobs: (topic, priority, enqueued at EPOCH + s, delay s); caps: each topic's
+    max_in_flight (None: no limit); busy: jobs of each topic claimed first (in flight)."""
+    conn.execute("truncate brooq.job cascade")
+    names = [f"merge.{i}" for i in range(4)]
+    for name, cap in zip(names, caps, strict=True):
+        conn.execute("select brooq.declare_topic(name => %s, max_in_flight => %s)", [name, cap])
+    ready: dict[int, tuple[int, int, datetime]] = {}  # id -> (topic, priority, available_at)
+    for topic, priority, at, delay in jobs:
+        conn.execute("select set_config('brooq.now', %s, false)", [(EPOCH + timedelta(seconds=at)).isoformat()])
+        row = conn.execute("select id from brooq.enqueue(topic => %s, payload => '{}', priority => %s,"
+                           " delay => %s)", [names[topic], priority, timedelta(seconds=delay)]).fetchone()
+        assert row is not None
+        ready[row[0]] = (topic, priority, EPOCH + timedelta(seconds=at + delay))
+    now = EPOCH + timedelta(seconds=22)
+    conn.execute("select set_config('brooq.now', %s, false)", [now.isoformat()])
+
+    def head(topic: int) -> list[int]:
+        return sorted((j for j, (t, _, at) in ready.items() if t == topic and at <= now),
+                      key=lambda j: (-ready[j][1], ready[j][2], j))
+
+    in_flight = [0] * len(names)
+    for topic, n in enumerate(busy):
+        if n:
+            rows = conn.execute("select id from brooq.claim('merge-busy', array[%s], %s)",
+                                [names[topic], n]).fetchall()
+            took = head(topic)[:min(n, caps[topic] or n)]
+            assert sorted(r[0] for r in rows) == sorted(took)
+            in_flight[topic] = len(took)
+            for j in took:
+                del ready[j]
+    want: list[int] = []
+    for topic in claimed:
+        cap = caps[topic]
+        want += head(topic)[:max_jobs if cap is None else max(0, cap - in_flight[topic])]
+    want = sorted(want, key=lambda j: (-ready[j][1], ready[j][2], j))[:max_jobs]
+    rows = conn.execute("select id from brooq.claim('merge', %s, %s)",
+                        [[names[t] for t in sorted(claimed)], max_jobs]).fetchall()
+    conn.execute("reset brooq.now")
+    assert sorted(r[0] for r in rows) == sorted(want)

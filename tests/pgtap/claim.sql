@@ -2,7 +2,7 @@
 -- writes, paused and terminal jobs, several topics, errors), then privileges
 -- under switched roles.
 begin;
-select plan(78);
+select plan(85);
 
 -- Structure -------------------------------------------------------------------
 
@@ -96,6 +96,35 @@ select set_eq($$ select id from brooq.claim('w1', array['t.claim.y', 't.claim.x'
 select lives_ok($$ select brooq.enqueue_many('t.claim.x', array['{}', '{}', '{}']::jsonb[]) $$, 'three more jobs in x');
 select results_eq($$ select count(distinct id)::int from brooq.claim('w1', array['t.claim.x', 't.claim.x'], max_jobs => 3) $$,
     array[3], 'a topic named twice still gives max_jobs distinct jobs');
+
+-- Behaviour: several topics merged in rounds (a claim locks a little of each head) --
+
+select lives_ok($$ select brooq.declare_topic(format('t.claim.m%s', g)) from generate_series(1, 20) g $$,
+    'declare 20 topics');
+select lives_ok($$ select brooq.enqueue_many(format('t.claim.m%s', g), array_fill('{}'::jsonb, array[30]))
+                     from generate_series(1, 20) g $$,
+    '30 jobs in each, topic after topic: the first topic holds the 30 oldest');
+create temp table m_topics on commit drop as
+select array_agg(format('t.claim.m%s', g) order by g) as names from generate_series(1, 20) g;
+select set_eq($$ select id from brooq.claim('w-m', (select names from m_topics), max_jobs => 30) $$,
+    $$ select id from brooq.job where topic = 't.claim.m1' $$,
+    'a claim of 30 from 20 topics takes exactly the 30 oldest, all of one topic');
+select cmp_ok((select count(*)::int from brooq.job
+                where topic like 't.claim.m%' and state = 'pending' and xmax = xid(pg_current_xact_id())), '<', 4 * 30,
+    'and locks fewer than 4 x 30 rows it does not take (30 of each head would be 570)');
+select id as m_urgent from brooq.enqueue('t.claim.m20', '{}', priority => 5) \gset
+select set_eq($$ select id from brooq.claim('w-m', (select names from m_topics), max_jobs => 31) $$,
+    format($$ select %s::bigint union all (select id from brooq.job where topic = 't.claim.m2') $$, :m_urgent),
+    'a newer job of higher priority in the last topic comes first, then the next 30 oldest');
+select lives_ok($$ select brooq.declare_topic(format('t.claim.i%s', g)) from generate_series(1, 4) g $$,
+    'declare 4 more topics');
+create temp table i_jobs on commit drop as
+select e.id from generate_series(1, 10) r cross join lateral generate_series(1, 4) t
+ cross join lateral brooq.enqueue(format('t.claim.i%s', t), jsonb_build_object('r', r)) e;
+select set_eq($$ select id from brooq.claim('w-i', array['t.claim.i1', 't.claim.i2', 't.claim.i3', 't.claim.i4'],
+                                             max_jobs => 10) $$,
+    $$ select id from i_jobs order by id limit 10 $$,
+    'jobs that interleave over 4 topics: a claim of 10 takes the 10 oldest of all four');
 
 -- Behaviour: paused topics and terminal jobs -----------------------------------------
 
