@@ -118,3 +118,28 @@ def test_a_claim_is_never_jit_compiled(db: str) -> None:
             outer = claim.replace("%s", "$1")  # the session's own statement: JIT on
             assert outer in compiled, "JIT is off in this session: the test proves nothing"
             assert [c for c in compiled if c != outer] == [], topics
+
+
+def test_a_workers_gauges_count_only_its_own_topics_jobs(db: str) -> None:
+    """A worker's depth gauges (Metrics.refresh_stats, every stats_interval) read the
+    ready jobs of its topics, not those of every topic of the database."""
+    from brooq.counters import Counters
+    from brooq.metrics import Metrics
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        for topic, jobs in (("mine", 5), ("mine.too", 3), ("theirs", 10000), ("theirs", 10000)):
+            conn.execute("select brooq.declare_topic(%s)", [topic])
+            conn.execute("select count(*) from brooq.enqueue_many(%s, array_fill('{}'::jsonb, array[%s]))",
+                         [topic, jobs])
+        conn.execute("vacuum analyze brooq.job")
+        conn.execute("set max_parallel_workers_per_gather = 0")  # parallel workers count apart
+        metrics = Metrics(Counters())
+        with conn.transaction():
+            metrics.refresh_stats(conn, ["mine", "mine.too"])
+            row = conn.execute("select pg_stat_get_xact_tuples_returned('brooq.job_ready_idx'::regclass)"
+                               ).fetchone()
+        assert metrics.jobs.labels("mine", "pending")._value.get() == 5
+        assert metrics.jobs.labels("mine.too", "pending")._value.get() == 3
+        # exactly the 8 entries of its topics (counting every topic read the 20,000 others',
+        # or the whole table)
+        assert row is not None and row[0] == 5 + 3, f"{row[0]} entries of job_ready_idx read for 8 jobs"

@@ -152,7 +152,8 @@ class Metrics:
         """Set the depth and lag gauges of these topics from brooq.topic_stats, and the
         retention counters from brooq.retention_stats."""
         cur = conn.cursor(row_factory=class_row(TopicStats))
-        for r in cur.execute(queries.TOPIC_STATS_OF, [topics]):
+        rows = [r for t in topics for r in cur.execute(queries.TOPIC_STATS_OF, [t])]
+        for r in rows:
             for state in GAUGED:
                 self.jobs.labels(r.topic, state).set(getattr(r, state))
             for limit in HELD_BY:

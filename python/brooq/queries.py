@@ -126,12 +126,14 @@ select topic, paused, pending, failed, ready, scheduled, processing, expired, ol
  order by topic
 """
 
-# The worker's gauges: its own topics only.
+# The worker's gauges: one of its topics. An equality reaches the view's counts, which
+# then read only that topic's entries; `topic = any(...)` does not, and every topic's
+# jobs were counted (~130 ms with a million ready jobs, against ~3 ms for 10,000 of them).
 TOPIC_STATS_OF: LiteralString = """
 select topic, paused, pending, failed, ready, scheduled, processing, expired, oldest_ready_age,
        max_in_flight, rate, per, held_by_in_flight, held_by_rate, held_by_group, waiting
   from brooq.topic_stats
- where topic = any(%s::text[])
+ where topic = %s::text
 """
 
 # What retention (brooq.purge, pg_cron's purge_all) did to these topics: counters kept
