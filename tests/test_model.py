@@ -23,6 +23,10 @@ becomes pending only when every parent it has has ended (the truth, not a counte
 edges (brooq.job_edge), parents_left, canceled_by and the workflow's last_error are
 compared after every step, and the claim's parents against the model's.
 
+A second test checks a claim from several topics (brooq.claim merges their heads in
+rounds) against the same merge done here, with priorities, delays, flow caps and jobs
+already in flight.
+
 The only thing the model does not predict is the backoff's jitter: a failed attempt's
 available_at is read back and checked to lie in [d/2, d] (docs/architecture.md, Backoff).
 """
@@ -489,7 +493,6 @@ def test_the_sql_functions_follow_the_state_machine(conn: Conn) -> None:
     run_state_machine_as_test(machine, settings=settings(
         max_examples=200, stateful_step_count=50, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
-
 
 
 # A claim from several topics merges their heads (brooq.claim, in rounds): against the
