@@ -38,11 +38,15 @@ class Builder:
 
     def job(self, job_id: int, plan: str = "ok", max_attempts: int = 5, acked: bool = True,
             after: tuple[int, ...] = (), policy: str = "cancel") -> None:
-        """A job; ``after``: a workflow's child of those parents, waiting unless every
-        one is done already."""
-        waits = any(self.rows[p].state != "done" for p in after)
-        self.rows[job_id] = _Row(state="waiting" if waits else "pending", plan=plan,
-                                 max_attempts=max_attempts, after_policy=policy)
+        """A job, in the state enqueue gives it; ``after``: a workflow's child of those
+        parents, waiting while one has not ended, canceled at once (after_policy
+        cancel) when one is dead or canceled already."""
+        ended = {p: self.rows[p].state for p in after if self.rows[p].state in ("done", "dead", "canceled")}
+        bad = sorted(p for p, state in ended.items() if state != "done")
+        canceled = bool(bad) and policy == "cancel"
+        state = "canceled" if canceled else "waiting" if len(ended) < len(after) else "pending"
+        self.rows[job_id] = _Row(state=state, plan=plan, max_attempts=max_attempts, after_policy=policy,
+                                 canceled_by=bad[0] if canceled else None)
         self.h.edges += [(p, job_id) for p in after]
         if acked:
             self.h.acked[job_id] = 0.0
@@ -449,6 +453,57 @@ def test_a_planted_fault_is_flagged_exactly(kind: str) -> None:
     expected = dict.fromkeys(VIOLATIONS, 0) | {kind: n}
     assert report.counts == expected, report.summary()
     assert all(d.startswith(kind) for d in report.details)
+
+
+def _born_canceled(b: Builder) -> None:
+    """A parent canceled before its child's enqueue: the child is enqueued canceled
+    (the log has no transition of it), and its own child under after_policy run is
+    ready at once and runs."""
+    b.job(60)
+    b.cancel(60, 0.5)
+    b.job(61, after=(60,))  # enqueued canceled in 60's name
+    b.job(62, after=(61,), policy="run")  # 61 has ended: pending at once
+    b.claim(62, 2.0)
+    b.settle(62, 2.6, "done", b.execute(62, "w62", 2.1, 2.5))
+
+
+def test_a_parent_enqueued_canceled_has_ended_before_its_child_runs() -> None:
+    b = clean()
+    _born_canceled(b)
+    h = b.build()
+    assert h.jobs[61].state == "canceled" and not [t for t in h.transitions if t.job_id == 61]
+    report = check(h, cancel_bound=1.0)
+    assert report.counts == dict.fromkeys(VIOLATIONS, 0), report.summary()
+    f = report.figures
+    assert (f["workflow_children_canceled_by_a_parent"], f["workflow_children_run_after_a_bad_parent"]) == (3, 2)
+
+
+def test_a_parent_enqueued_canceled_is_still_bad_for_a_child_under_cancel() -> None:
+    b = clean()
+    _born_canceled(b)
+    b.job(63, after=(61,), policy="cancel")
+    b.rows[63].state, b.rows[63].canceled_by = "pending", None  # enqueued ready all the same
+    b.claim(63, 2.0)
+    b.settle(63, 2.6, "done", b.execute(63, "w63", 2.1, 2.5))
+    report = check(b.build(), cancel_bound=1.0)
+    assert report.counts == dict.fromkeys(VIOLATIONS, 0) | {"child_ran_early": 1, "policy_broken": 1}, \
+        report.summary()
+
+
+@pytest.mark.parametrize(("state", "child"), [("processing", False), ("done", False), ("waiting", False),
+                                              ("canceled", False), ("failed", True)])
+def test_a_job_enqueued_in_a_state_enqueue_never_gives_is_flagged(state: str, child: bool) -> None:
+    b = clean()
+    b.job(64, acked=False)
+    if child:
+        b.h.edges.append((40, 64))
+    b.rows[64].state = state
+    if state == "done":
+        b.rows[64].result = {"exec": "w64"}
+        b.execute(64, "w64", 1.1, 1.5)
+    report = check(b.build(), cancel_bound=1.0)
+    assert report.counts["illegal_transition"] == 1, report.summary()
+    assert f"job 64 enqueued {state}" in report.details[0]
 
 
 def test_claims_lost_in_a_failover_are_counted_not_flagged() -> None:

@@ -32,7 +32,12 @@ attempts_mismatch      attempts that disagree with the executions or the claims:
 illegal_transition     a change of state that the state machine does not allow
                        (docs/architecture.md, States and transitions: out of
                        a terminal state, a claim that keeps the token, a job reaped
-                       max_lease_losses times in a row and not made dead...)
+                       max_lease_losses times in a row and not made dead...), or a
+                       job enqueued in a state enqueue does not give it (pending; a
+                       workflow's child also waiting, or canceled by a parent already
+                       dead or canceled). The log records changes, not inserts: a
+                       job's first state is its first change's old state, or its
+                       row's state when nothing changed it
 live_row_deleted       a row deleted while pending, failed or processing (purge)
 
 Workflows (a child enqueued after parents; docs/architecture.md, Workflows):
@@ -41,6 +46,7 @@ child_ran_early        a child claimed before each of its parents had ended (don
                        any terminal state under after_policy run), in the log's order:
                        the settle that ends a parent releases its children in its
                        own transaction, so a parent's end comes before its child's claim
+                       (a parent enqueued canceled ended before anything of the log)
 policy_broken          a child whose outcome is not its policy's: with every parent
                        done, or under after_policy run, it must run; under cancel with
                        a parent dead or canceled it must end canceled, never claimed,
@@ -150,6 +156,7 @@ def check(history: History, cancel_bound: float = math.inf, max_lease_losses: in
               for job_id, ts in transitions.items()}
     lost_claims = _lost_in_failover(history, claims, cancel_bound)
 
+    _check_births(history, transitions, report)
     _check_lost(history, report)
     _check_acknowledged_outcomes(history, transitions, by_job, report)
     _check_outcomes(history, transitions, report)
@@ -241,6 +248,31 @@ def _walk(job_id: int, ts: list[Transition], history: History, report: Report,
         report.flag("attempts_mismatch", f"job {job_id}: the row says {row.state}/{row.attempts}, "
                                          f"its last transition {previous.new_state}/{previous.attempts}")
     return claims
+
+
+def born_state(job_id: int, transitions: dict[int, list[Transition]], history: History) -> str | None:
+    """The state ``job_id`` was enqueued in: the log records changes, not inserts, so
+    the first change's old state, or the row's state when nothing ever changed it."""
+    ts = transitions.get(job_id)
+    if ts:
+        return ts[0].old_state
+    row = history.jobs.get(job_id)
+    return row.state if row is not None else None
+
+
+def _check_births(history: History, transitions: dict[int, list[Transition]], report: Report) -> None:
+    """Each job was enqueued in a state enqueue gives: pending; a workflow's child also
+    waiting (a parent still to end) or canceled (in the name of a parent already dead
+    or canceled, under after_policy cancel)."""
+    if not history.has_transitions:
+        return
+    children = {child for _, child in history.edges}
+    for job_id in history.jobs:
+        born = born_state(job_id, transitions, history)
+        if born == "pending" or (job_id in children and born in ("waiting", "canceled")):
+            continue  # (whether a child's start fits its parents and policy: _check_workflows)
+        report.flag("illegal_transition", f"job {job_id} enqueued {born}"
+                                          + ("" if job_id in children else " (not a workflow's child)"))
 
 
 def _attempts_follow(before: int, t: Transition) -> bool:
@@ -397,11 +429,18 @@ def _check_workflows(history: History, transitions: dict[int, list[Transition]],
     parents: dict[int, list[int]] = defaultdict(list)
     for parent, child in history.edges:
         parents[child].append(parent)
-    ended: dict[int, Transition] = {}  # a job's first terminal transition
+    # a job's end: its first terminal transition (seq, state); a job enqueued in a
+    # terminal state (canceled at once: a parent already dead or canceled) has no
+    # transition to one, and ended before anything of the log (its children's
+    # enqueue, so their claims, came after its own)
+    ended: dict[int, tuple[int, str]] = {}
+    for job_id in history.jobs:
+        if (born := born_state(job_id, transitions, history)) in TERMINAL:
+            ended[job_id] = (0, born)
     for job_id, ts in transitions.items():
         for t in ts:
             if t.new_state in TERMINAL:
-                ended[job_id] = t
+                ended.setdefault(job_id, (t.seq, t.new_state))
                 break
     canceled_itself = {c.job_id for c in history.cancels if c.canceled}
     f = Counter[str]()
@@ -416,8 +455,8 @@ def _check_workflows(history: History, transitions: dict[int, list[Transition]],
         bad = sorted(p for p, r in rows.items() if r is not None and r.state in ("dead", "canceled"))
         run = row.after_policy == "run"
         for c in claims[:1]:
-            late = [p for p in ps if p not in ended or ended[p].seq > c.seq
-                    or (not run and ended[p].new_state != "done")]
+            late = [p for p in ps if p not in ended or ended[p][0] > c.seq
+                    or (not run and ended[p][1] != "done")]
             if late:
                 report.flag("child_ran_early", f"job {child} ({row.after_policy}) claimed at seq {c.seq} "
                                                f"before parents {late} had ended so")
@@ -433,7 +472,7 @@ def _check_workflows(history: History, transitions: dict[int, list[Transition]],
             cancel = next((t for t in ts if t.new_state == "canceled"), None)
             cause = ended.get(row.canceled_by) if row.canceled_by is not None else None
             if (row.state != "canceled" or claims or row.canceled_by not in bad
-                    or (cancel is not None and (cause is None or cause.seq > cancel.seq))):
+                    or (cancel is not None and (cause is None or cause[0] > cancel.seq))):
                 report.flag("policy_broken", f"job {child} (cancel, parents {ps}, bad {bad}) ended {row.state}"
                                              f" by {row.canceled_by} with {len(claims)} claims")
             f["children_canceled_by_a_parent"] += 1
