@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -504,6 +504,20 @@ def test_a_job_enqueued_in_a_state_enqueue_never_gives_is_flagged(state: str, ch
     report = check(b.build(), cancel_bound=1.0)
     assert report.counts["illegal_transition"] == 1, report.summary()
     assert f"job 64 enqueued {state}" in report.details[0]
+
+
+def test_a_claim_that_hands_parents_states_without_results_is_judged_on_the_states() -> None:
+    b = clean()
+    h = b.build()
+    h.executions = [e if e.parents is None else replace(e, parents={k: v[:1] for k, v in e.parents.items()})
+                    for e in h.executions]
+    assert sum(e.parents is not None for e in h.executions) == 3
+    report = check(h, cancel_bound=1.0)
+    assert report.counts == dict.fromkeys(VIOLATIONS, 0), report.summary()
+    child = next(i for i, e in enumerate(h.executions) if e.parents and "40" in e.parents)
+    h.executions[child] = replace(h.executions[child], parents={"40": ["failed"]})
+    report = check(h, cancel_bound=1.0)
+    assert report.counts == dict.fromkeys(VIOLATIONS, 0) | {"parents_misread": 1}, report.summary()
 
 
 def test_claims_lost_in_a_failover_are_counted_not_flagged() -> None:

@@ -11,7 +11,8 @@ retried until stored, so a PostgreSQL restart delays it but never loses it), wai
 then returns {"exec": id} (done) or raises "planned failure exec=id" (fail_once on
 its first attempt, always_fail always), so that the outcome names its execution.
 A workflow's child also records its parents as the claim handed them (Job.parents):
-each one's state and the execution its result names.
+each one's state and the execution its result names ([state] alone when the claim
+hands no results).
 "exit" is the poison pill: after its audited start the handler kills its own process
 (os._exit), every time, until brooq.reap makes the job dead (max_lease_losses).
 
@@ -166,8 +167,18 @@ def seen_parents(job: brooq.Job) -> dict[str, list[Any]] | None:
         return None
     if isinstance(job.parents, brooq.Undecodable):
         return {"undecodable": [str(job.parents), None]}
-    return {str(p.id): [p.state, p.result.get("exec") if isinstance(p.result, dict) else None]
-            for p in job.parents}
+    return {str(p.id): _seen(p.state, getattr(p, "result", _NO_RESULT)) for p in job.parents}
+
+
+_NO_RESULT = object()  # a claim that hands its parents' states, not their results
+
+
+def _seen(state: str, result: Any) -> list[Any]:
+    """A parent as the handler saw it: [state, the execution its result names], or
+    [state] alone when the claim handed no result."""
+    if result is _NO_RESULT:
+        return [state]
+    return [state, result.get("exec") if isinstance(result, dict) else None]
 
 
 def witness_settles(audit: FileAudit) -> None:
@@ -194,8 +205,7 @@ def failover_worker() -> brooq.Worker:
 def _storm_job(audit: Audit, hold: float, outcomes: dict[int, tuple[str, str | None]],
                job_id: int, token: int, attempt: int, payload: Any, parents: Any) -> None:
     seen = None if not parents else {  # the claim's JSON array, as Job.parents reads it
-        str(p["id"]): [p["state"], p["result"].get("exec") if isinstance(p["result"], dict) else None]
-        for p in parents}
+        str(p["id"]): _seen(p["state"], p.get("result", _NO_RESULT)) for p in parents}
     try:
         execute(audit, job_id, token, attempt, payload, None, hold, seen)
         outcomes[job_id] = ("done", None)

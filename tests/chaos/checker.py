@@ -56,6 +56,7 @@ policy_broken          a child whose outcome is not its policy's: with every par
 parents_misread        an execution of a child whose handler saw (Job.parents) other
                        parents than the job's edges, a parent not ended, or a state or
                        result (the execution it names) other than the parent's final one
+                       (a claim that hands states without results: the state alone)
 
 A failover (a fault of kind "failover", at the instant the primary was killed) may
 take away claims the standby never received: brooq commits its claims without
@@ -76,6 +77,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from chaos.history import Execution, History, JobRow, Transition
 
@@ -482,11 +484,18 @@ def _check_workflows(history: History, transitions: dict[int, list[Transition]],
         f["child_executions"] += 1
         want = {str(p): [r.state, r.result.get("exec") if isinstance(r.result, dict) else None]
                 for p in parents[e.job_id] if (r := history.jobs.get(p)) is not None}
-        if e.parents != want or any(s not in TERMINAL for s, _ in want.values()):
+        if not _seen_as_ended(e.parents, want) or any(s not in TERMINAL for s, _ in want.values()):
             report.flag("parents_misread", f"exec {e.exec_id} of job {e.job_id} saw {e.parents}, "
                                            f"the parents ended {want}")
     report.figures |= {f"workflow_{k}": v for k, v in sorted(f.items())}
     report.figures["workflow_edges"] = len(history.edges)
+
+
+def _seen_as_ended(seen: dict[str, list[Any]] | None, ended: dict[str, list[Any]]) -> bool:
+    """Whether a handler saw its parents as they ended: each one's [state, execution its
+    result names], or [state] alone from a claim that hands no results."""
+    return (seen is not None and seen.keys() == ended.keys()
+            and all(len(v) in (1, 2) and v == ended[k][:len(v)] for k, v in seen.items()))
 
 
 def _paused(history: History, worker: str, start: float, end: float) -> float:
