@@ -327,6 +327,63 @@ def test_the_search_box_finds_a_job_by_id_or_key_and_pages_refresh_themselves(
     assert "http-equiv" not in dashboard.get(f"/jobs/{jobs['done']}")[1]  # finished: held still
 
 
+def test_a_search_python_reads_as_digits_but_not_as_a_number_is_a_key_not_a_500(
+        dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
+    """"\u00b2" (superscript two) passes str.isdigit, and int() refuses it: it is
+    searched as a key, like any text that is not an id of ASCII digits."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        cubed = conn.execute("select id from brooq.enqueue('email', '{}', idempotency_key => '\u00b3')"
+                               ).fetchone()[0]
+    for text in ("\u00b2", "\uff11", "\u0661" * 25, "1\u00b2"):
+        status, headers, page = dashboard.request("GET", "/find?q=" + urllib.parse.quote(text))
+        assert status == 404 and "Nothing found for" in page, (text, status, page[:200])
+        assert "script-src" not in headers["content-security-policy"], text
+    status, headers, _ = dashboard.request("GET", "/find?q=" + urllib.parse.quote("\u00b3"))
+    assert (status, headers["location"]) == (303, f"/jobs/{cubed}")
+
+
+def test_every_response_carries_the_security_headers(dashboard: Dashboard, jobs: dict[str, Any]) -> None:
+    """Pages, redirects, the 404 and 405 of an unknown path or method, the 421 of another
+    host, /healthz: each with the policy (no script, never framed) and no caching."""
+    answers = [
+        dashboard.request("GET", "/"),
+        dashboard.request("GET", "/find?q="),  # a redirect
+        dashboard.request("GET", f"/find?q={jobs['dead']}"),
+        dashboard.request("GET", "/no/such/page"),
+        dashboard.request("GET", "/jobs/x"),
+        dashboard.request("DELETE", "/jobs"),
+        dashboard.request("POST", "/jobs/1/cancel"),  # refused: no session
+        dashboard.request("GET", "/", headers={"host": "evil.example"}),
+        dashboard.request("GET", "/healthz"),
+    ]
+    assert [a[0] for a in answers] == [200, 303, 303, 404, 404, 405, 403, 421, 200]
+    for status, headers, _ in answers:
+        assert headers.get("content-security-policy", "").startswith("default-src 'none'"), (status, headers)
+        assert "frame-ancestors 'none'" in headers["content-security-policy"]
+        assert (headers["x-content-type-options"], headers["cache-control"]) == ("nosniff", "no-store"), status
+        assert headers["referrer-policy"] == "same-origin", status
+
+
+def test_an_unexpected_error_is_a_500_with_the_security_headers_and_no_trace(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process (a failure the running dashboard cannot be made to have): the 500
+    page of an exception no handler expected says nothing of it, with every header."""
+    from brooq.tools import dashboard
+    from starlette.testclient import TestClient
+
+    def broken(self: Any, job_id: int) -> None:
+        raise RuntimeError("secret detail of a bug")
+
+    monkeypatch.setattr(dashboard.Database, "job", broken)
+    app = dashboard.create_app("host=nowhere", None, dashboard.Hosts.of("127.0.0.1", 8080))
+    with TestClient(app, base_url="http://127.0.0.1:8080", raise_server_exceptions=False) as client:
+        response = client.get("/jobs/1")
+    assert response.status_code == 500
+    assert "secret" not in response.text
+    for name, value in dashboard.SECURITY_HEADERS.items():
+        assert response.headers.get(name) == value, name
+
+
 def test_a_waiting_job_s_page_links_its_parents_with_their_states(
         dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
     with psycopg.connect(db, autocommit=True) as conn:

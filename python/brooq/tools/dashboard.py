@@ -20,6 +20,9 @@ The Host check (Hosts): every request, /healthz and /login included, is answered
 when its Host header names this dashboard, else 421 before anything is read: a page of
 another site whose name an attacker points at this address (DNS rebinding) reads
 nothing.
+
+Every response, an error's included, carries SECURITY_HEADERS (SecurityHeaders, and
+internal_error for the 500 Starlette writes outside the middleware).
 """
 
 from __future__ import annotations
@@ -309,6 +312,36 @@ MISDIRECTED = ("421 Misdirected Request: this dashboard does not answer to this 
                "(docs/dashboard.md, \"Which hosts\").\n")
 
 
+class SecurityHeaders:
+    """ASGI middleware: every response gets SECURITY_HEADERS (those it does not set
+    itself), whoever wrote it: a page, a redirect, the 404 or 405 of the router, the
+    421 of HostCheck."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                given = {k.lower() for k, _v in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []), *(
+                    (k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()
+                    if k.encode() not in given)]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def internal_error(request: Request, exc: Exception) -> Response:
+    """The 500 of an exception no handler expected: nothing of it shown (the server
+    logs it), the security headers set (Starlette answers it outside any middleware)."""
+    return PlainTextResponse("500 Internal Server Error\n", 500, headers=SECURITY_HEADERS)
+
+
 class HostCheck:
     """ASGI middleware: a request whose Host is not allowed gets 421 and nothing else."""
 
@@ -320,8 +353,7 @@ class HostCheck:
         if scope["type"] == "http":  # (the dashboard has no websocket, and no lifespan)
             given = [v.decode("latin-1") for k, v in scope["headers"] if k == b"host"]
             if len(given) != 1 or not self.hosts.allows(given[0]):
-                await PlainTextResponse(MISDIRECTED, 421, headers=SECURITY_HEADERS)(
-                    scope, receive, send)
+                await PlainTextResponse(MISDIRECTED, 421)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -375,7 +407,9 @@ class Database:
 
     def find(self, text: str) -> list[JobLine]:
         """The job whose id is ``text``, and the jobs whose idempotency key it is."""
-        job_id = int(text) if text.isdigit() and int(text) < 2**63 else None
+        # ASCII digits only: str.isdigit also takes "\u00b2" (which int() refuses) and
+        # other scripts' digits: such a text is a key
+        job_id = int(text) if text.isascii() and text.isdigit() and int(text) < 2**63 else None
         with self.connect() as conn:
             topics = self.topic_names(conn)
             return conn.cursor(row_factory=class_row(JobLine)).execute(
@@ -622,7 +656,8 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
         Route("/logout", logout, methods=["POST"]),
         Route("/healthz", healthz),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(HostCheck, hosts=hosts)])
+    return Starlette(routes=routes, exception_handlers={Exception: internal_error},
+                     middleware=[Middleware(SecurityHeaders), Middleware(HostCheck, hosts=hosts)])
 
 
 # --- serving ------------------------------------------------------------------------
