@@ -17,17 +17,20 @@
 --             a job within its minute), the N-second step since the epoch for
 --             pg_cron's 'N seconds' form (pg_cron 1.5+; two runs are at least N
 --             seconds apart, so never in one step). A run that starts more than a
---             step late shares the next tick's key, and that tick enqueues nothing.
+--             step late takes the next tick, and that tick's run enqueues nothing.
 --   workers   no pg_cron job: every running worker calls brooq.tick_schedules about
 --             once a second, which enqueues a job for each tick that has come
 --             (next_tick_at), each tick of a 5- or 6-field cron schedule (the 6th
 --             field, first, is the second) or of an 'N seconds' step, in UTC.
 -- ticker NULL (the default) chooses: pg_cron where it is installed in this
 -- database and can run the schedule (5 fields; 'N seconds' from pg_cron 1.5),
--- else the workers. Either way each tick's job has the idempotency key
---   schedule:<name>:<tick>     e.g. schedule:nightly:2030-01-01T03:00:00Z
--- so a tick that runs twice (a retry, a second scheduler, a manual call) finds its
--- key taken and enqueues nothing more: exactly one job per tick.
+-- else the workers. Either way exactly one job per tick, and what makes it so is
+-- the schedule's row, which only brooq's functions write or lock: a tick locks it,
+-- enqueues and records the tick (last_tick_at, last_job_id; the workers' ticks also
+-- advance next_tick_at) in one transaction, so a tick that runs twice (a retry, a
+-- second scheduler, a manual call, two workers) finds it done and enqueues nothing
+-- more. The tick's job has no idempotency key: no producer's transaction holding
+-- a key can make a tick wait, and no producer's job can take a tick's place.
 --
 -- tick_schedules takes the due rows of the workers' schedules FOR NO KEY UPDATE
 -- SKIP LOCKED, so of several workers ticking at once each schedule is ticked by
@@ -40,9 +43,12 @@
 -- goes on with the first tick after now: the ticks between are skipped, as pg_cron
 -- skips the runs it missed while the server was down. A tick whose enqueue fails
 -- (a topic that refuses the payload now) is skipped with the error in
--- last_error and in its result row; one that waited too long for another
--- transaction's uncommitted job of the same key (55P03) or lost a deadlock or
--- serialization race stays owed, for the next call.
+-- last_error and in its result row; one that waited more than 500 ms for a lock
+-- (55P03: only an admin's DDL or drop_topic can hold one it needs) or lost a
+-- deadlock or serialization race stays owed, for the next call. A worker role
+-- that calls tick_schedules in a transaction it keeps open keeps the schedules it
+-- ticked locked until it ends: the other workers skip them meanwhile (the worker
+-- role is trusted; the Python worker ticks in a statement of its own).
 --
 -- The pg_cron job runs as brooq's owner (schedule is SECURITY DEFINER, and
 -- pg_cron runs a job as the role that scheduled it), in this database; its
@@ -247,11 +253,15 @@ begin
         return null;  -- unscheduled while pg_cron was running it, or the workers' now
     end if;
     v_tick := brooq._schedule_tick_at(v_schedule.cron, brooq._now());
+    if v_tick <= v_schedule.last_tick_at then
+        -- this tick has its job already (a second run, a second scheduler, a run that
+        -- started a step late and took it), or the clock went back: nothing more
+        return case when v_tick = v_schedule.last_tick_at then v_schedule.last_job_id end;
+    end if;
+    -- no idempotency key: the row locked above makes the tick once, and no other
+    -- transaction's key can make it wait or take its place
     select e.id into v_id
-      from brooq.enqueue(v_schedule.topic, v_schedule.payload,
-                         idempotency_key => format('schedule:%s:%s', v_schedule.name,
-                                                   to_char(v_tick at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
-                         priority => v_schedule.priority) as e;
+      from brooq.enqueue(v_schedule.topic, v_schedule.payload, priority => v_schedule.priority) as e;
     update brooq.schedule s
        set last_tick_at = v_tick, last_job_id = v_id
      where s.name = v_schedule.name;
@@ -278,6 +288,7 @@ declare
     v_last_tick timestamptz;
     v_last_job bigint;
     v_last_error text;
+    v_lock_timeout text := current_setting('lock_timeout');
 begin
     if tick_schedules.max_ticks is null then
         raise exception 'brooq.tick_schedules: max_ticks must not be NULL'
@@ -288,6 +299,14 @@ begin
         raise exception 'max_ticks must be between 1 and 10000, not %', tick_schedules.max_ticks
             using errcode = 'invalid_parameter_value',
                   hint = 'Tick at most 10000 ticks a call; call again for the rest.';
+    end if;
+    -- A belt: nothing in a tick waits for a lock another role can hold (the schedule
+    -- rows are skipped when locked, the jobs have no key, no group, no parents), but
+    -- an admin's DDL or drop_topic could make it wait, and the workers tick on their
+    -- claim loop's connection. Each lock wait is cut at 500 ms (or the caller's
+    -- shorter lock_timeout): 55P03, and the tick stays owed for the next call.
+    if v_lock_timeout = '0' or v_lock_timeout::interval > interval '500 milliseconds' then
+        perform set_config('lock_timeout', '500ms', true);
     end if;
     for v_schedule in
         select s.name, s.cron, s.topic, s.payload, s.priority, s.next_tick_at,
@@ -306,10 +325,10 @@ begin
             v_state := null;
             v_error := null;
             begin
+                -- no idempotency key: this schedule's row, locked above, makes the tick
+                -- once; no other transaction's key can make it wait or take its place
                 select e.id, e.created into v_id, v_created
                   from brooq.enqueue(v_schedule.topic, v_schedule.payload,
-                                     idempotency_key => format('schedule:%s:%s', v_schedule.name,
-                                                               to_char(v_tick at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
                                      priority => v_schedule.priority) as e;
             exception when others then
                 get stacked diagnostics v_state = returned_sqlstate, v_error = message_text;
@@ -336,6 +355,7 @@ begin
                last_error = v_last_error
          where s.name = v_schedule.name;
     end loop;
+    perform set_config('lock_timeout', v_lock_timeout, true);
 end
 $$;
 
@@ -494,9 +514,9 @@ comment on function brooq._cron_values(text, integer, integer, text) is
 comment on function brooq._schedule_next(text, timestamptz) is
 'Private: the first tick of a schedule after an instant, in UTC (5 or 6 cron fields, @daily and friends, ''N seconds''); NULL when it never fires within ten years. Errors: 22023 a schedule that does not parse.';
 comment on function brooq._schedule_tick(text) is
-'Private: what pg_cron runs for a schedule: enqueue its job once per tick (idempotency key schedule:<name>:<tick>); the job id, NULL when the schedule is gone or the workers tick it.';
+'Private: what pg_cron runs for a schedule: enqueue its job once per tick (under the schedule''s row lock; a tick not after last_tick_at enqueues nothing); the job id, NULL when the schedule is gone or the workers tick it.';
 comment on function brooq.tick_schedules(integer) is
-'What the workers run about once a second: enqueue the job of every tick that has come of the schedules the workers tick (SKIP LOCKED: one worker per schedule), idempotency key schedule:<name>:<tick>; a row per tick, with the error of a tick that enqueued nothing (55P03, 40001, 40P01: the tick stays owed). Errors: 22004 NULL, 22023 max_ticks out of 1..10000.';
+'What the workers run about once a second: enqueue the job of every tick that has come of the schedules the workers tick (SKIP LOCKED: one worker per schedule; no idempotency key; lock waits cut at 500 ms); a row per tick, with the error of a tick that enqueued nothing (55P03, 40001, 40P01: the tick stays owed). Errors: 22004 NULL, 22023 max_ticks out of 1..10000.';
 comment on function brooq.schedule(text, text, text, jsonb, integer, text) is
 'Register (idempotently) a periodic job, ticked by pg_cron or by the workers: one job of topic per tick; returns the pg_cron job id, NULL when the workers tick it. Errors: 22004 NULL, 22023 bad name, schedule or ticker, 42704 unknown topic, 54000 payload too large, 55000 ticker pg_cron without pg_cron.';
 comment on function brooq.unschedule(text) is

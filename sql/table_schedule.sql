@@ -45,11 +45,11 @@ revoke all on table brooq.schedule from public;
 -- What brooq.tick_schedules did for one tick of one schedule.
 create type brooq.ticked_job as (
     schedule text,         -- the schedule's name
-    tick     timestamptz,  -- the tick (its job's idempotency key is schedule:<name>:<tick>)
-    job_id   bigint,       -- the job enqueued (or already there for this tick); NULL on an error
-    created  boolean,      -- false when the tick's job was there already, or on an error
+    tick     timestamptz,  -- the tick (the schedule's last_tick_at once its job is enqueued)
+    job_id   bigint,       -- the job enqueued; NULL on an error
+    created  boolean,      -- true when the tick's job was enqueued, false on an error
     error    text          -- NULL, or the SQLSTATE and message of why nothing was enqueued
 );
 
 comment on type brooq.ticked_job is
-'What brooq.tick_schedules did for one tick of one schedule: the job enqueued (or already there), or why none was.';
+'What brooq.tick_schedules did for one tick of one schedule: the job enqueued, or why none was.';

@@ -127,7 +127,7 @@ def test_cron_commands_and_procedures_resolve_nothing_through_the_search_path(cr
     assert recorded == [], f"resolved through the caller's search_path: {recorded}"
     left = conn.execute("select count(*) from brooq.job where topic = %s and state = 'done'", [topic]).fetchone()
     assert left == (0,), "purge_all did not run to the end"
-    ticked = conn.execute("select count(*) from brooq.job where topic = %s and idempotency_key like 'schedule:%%'",
+    ticked = conn.execute("select count(*) from brooq.job where topic = %s and payload = '{\"n\": 1}'",
                           [topic]).fetchone()
     conn.execute("select brooq.unschedule('evil-tick')")
     conn.execute("delete from brooq.job where topic = %s", [topic])

@@ -4,15 +4,20 @@ ticker 'workers', the choice where pg_cron is absent).
 Every running worker calls brooq.tick_schedules about once a second, just after each
 whole second, on the loop's connection. The database decides everything: which
 schedules are due, one worker per schedule (their rows are taken FOR NO KEY UPDATE SKIP
-LOCKED), the tick's job (its idempotency key schedule:<name>:<tick>) and the next tick,
-all in the one statement's transaction. A worker that dies in the middle of a tick
-leaves nothing of it: its transaction rolls back and the next call, its own or another
-worker's, ticks the same tick. So however many workers run, each tick gets one job.
+LOCKED), the tick's job (with no idempotency key: the schedule's row, not a key, makes
+the tick once) and the next tick, all in the one statement's transaction. A worker that
+dies in the middle of a tick leaves nothing of it: its transaction rolls back and the
+next call, its own or another worker's, ticks the same tick. So however many workers
+run, each tick gets one job.
 
-A tick that enqueued nothing says why in its row (the topic refuses the payload now,
-say): logged at WARNING. A tick that waited too long (the statement timeout, another
-transaction's uncommitted job of the same key) is tried again at the next second.
-Testable by hand on a real connection: Ticker(name).tick(conn, now).
+Ticking shares the connection with the claims and heartbeats, so a tick must not wait:
+it needs no lock a producer can hold, and brooq.tick_schedules cuts each of its lock
+waits at 500 ms (an admin's DDL, a drop_topic in progress). A tick that enqueued
+nothing says why in its row (the topic refuses the payload now, a lock waited for:
+55P03): logged at WARNING, and one that waited stays owed. A call that failed whole
+(the statement timeout, a lock outside the ticks) is logged too. Either way the tick
+is tried again at the next second. Testable by hand on a real connection:
+Ticker(name).tick(conn, now).
 """
 
 from __future__ import annotations

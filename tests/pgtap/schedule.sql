@@ -2,13 +2,13 @@
 -- the view brooq.schedules: structure, the pg_cron tick (one job per tick, also when
 -- a tick runs twice; minute and N-second steps), the workers' tick (cron with
 -- seconds, catching up late ticks, one job for a long gap, SKIP LOCKED, a failing
--- tick), the next tick of a cron schedule, registration with pg_cron (idempotent,
+-- tick; a producer can neither squat a tick's job nor make a tick wait), the next tick of a cron schedule, registration with pg_cron (idempotent,
 -- run as the owner, a qualified command) and the choice of ticker, errors, the
 -- 55000 without pg_cron (simulated by dropping pg_cron inside this rolled-back
 -- transaction), then privileges under switched roles. Where pg_cron is not
 -- installed at all, the pg_cron tests are skipped.
 begin;
-select plan(85);
+select plan(102);
 
 -- Structure -------------------------------------------------------------------
 
@@ -61,8 +61,8 @@ select brooq._schedule_tick('t-tick') as first \gset
 set local brooq.now = '2030-01-01 03:00:41+00';
 select is(brooq._schedule_tick('t-tick'), :first::bigint, 'the same tick run twice: the same job');
 select results_eq($$ select idempotency_key, payload, priority, state::text from brooq.job where topic = 't.schedule' $$,
-    $$ values ('schedule:t-tick:2030-01-01T03:00:00Z'::text, '{"report": "daily"}'::jsonb, 7, 'pending'::text) $$,
-    'one job for the tick, keyed by the schedule and the tick, with its payload and priority');
+    $$ values (null::text, '{"report": "daily"}'::jsonb, 7, 'pending'::text) $$,
+    'one job for the tick, with its payload and priority, and no idempotency key');
 set local brooq.now = '2030-01-02 03:00:00.2+00';
 select isnt(brooq._schedule_tick('t-tick'), :first::bigint, 'the next tick: a new job');
 select results_eq($$ select name, last_tick_at, last_job_state::text from brooq.schedules where name = 't-tick' $$,
@@ -111,10 +111,9 @@ select results_eq($$ select schedule, tick, created, error from brooq.tick_sched
     'a late call catches up each tick that came, oldest first');
 select is((select count(*)::int from brooq.tick_schedules()), 0, 'a second call at the same time: nothing more');
 select results_eq($$ select idempotency_key, payload, priority from brooq.job
-                      where idempotency_key like 'schedule:t-sec:%' order by id $$,
-    $$ values ('schedule:t-sec:2030-03-01T00:00:02Z'::text, '{"s": 1}'::jsonb, 2),
-              ('schedule:t-sec:2030-03-01T00:00:04Z', '{"s": 1}', 2), ('schedule:t-sec:2030-03-01T00:00:06Z', '{"s": 1}', 2) $$,
-    'one job per tick, keyed by the schedule and the tick, with its payload and priority');
+                      where topic = 't.schedule' and payload = '{"s": 1}' order by id $$,
+    $$ values (null::text, '{"s": 1}'::jsonb, 2), (null, '{"s": 1}', 2), (null, '{"s": 1}', 2) $$,
+    'one job per tick, with its payload and priority, and no idempotency key');
 select results_eq($$ select next_tick_at, last_tick_at, last_job_state::text from brooq.schedules where name = 't-sec' $$,
     $$ values (timestamptz '2030-03-01 00:00:08+00', timestamptz '2030-03-01 00:00:06+00', 'pending'::text) $$,
     'brooq.schedules: the next tick owed, the last one enqueued');
@@ -146,6 +145,68 @@ select is((select count(*)::int from brooq.tick_schedules(max_ticks => 1) where 
 select is((select last_error from brooq.schedules where name = 't-sec'), null, 'and clears the error');
 select is(brooq._schedule_tick('t-sec'), null, 'pg_cron''s tick leaves the workers'' schedule alone');
 select ok(brooq.unschedule('t-sec'), 'unschedule it');
+
+-- A producer can neither squat nor hold a tick --------------------------------------------
+-- A tick's job carries no idempotency key: the schedule's row (which only brooq's
+-- functions write or lock) makes each tick enqueue once. A producer's job with the key
+-- the ticks once had is a job like any other, and the tick enqueues its own.
+
+set local brooq.now = '2031-03-03 02:59:00+00';
+select is(brooq.schedule('t-nightly-w', '0 3 * * *', 't.schedule', '{"n": 1}', ticker => 'workers'), null,
+    'a nightly schedule the workers tick');
+set local role brooq_producer;
+select lives_ok($$ select brooq.enqueue('t.schedule', '{"x": 1}', idempotency_key => 'schedule:t-nightly-w:2031-03-03T03:00:00Z',
+                                        available_at => '9999-01-01') $$,
+    'a producer enqueues a far-off job under the key of the next tick');
+select lives_ok($$ select brooq.enqueue_staged('00000000-0000-0000-0000-0000000000c3', 't.schedule', array['{"x": 2}']::jsonb[],
+                                               array['schedule:t-nightly-w:2031-03-04T03:00:00Z']) $$,
+    'and stages (never publishes) a job under the key of the tick after');
+reset role;
+set local brooq.now = '2031-03-03 03:00:00.3+00';
+create temp table t_ticked on commit drop as select * from brooq.tick_schedules();
+select results_eq(
+    $$ select t.tick, t.created, t.error, j.payload, j.idempotency_key, j.available_at
+         from t_ticked t left join brooq.job j on j.id = t.job_id $$,
+    $$ values (timestamptz '2031-03-03 03:00:00+00', true, null::text, '{"n": 1}'::jsonb, null::text,
+               timestamptz '2031-03-03 03:00:00.3+00') $$,
+    'the squatted tick enqueues the schedule''s own job, ready now, with no key anyone could hold');
+select results_eq(
+    $$ select j.payload, s.last_tick_at, s.last_error from brooq.schedules s join brooq.job j on j.id = s.last_job_id
+        where s.name = 't-nightly-w' $$,
+    $$ values ('{"n": 1}'::jsonb, timestamptz '2031-03-03 03:00:00+00', null::text) $$,
+    'brooq.schedules: the last job is the schedule''s, not the impostor');
+set local brooq.now = '2031-03-04 03:00:00.2+00';
+select results_eq($$ select tick, created, error from brooq.tick_schedules() $$,
+    $$ values (timestamptz '2031-03-04 03:00:00+00', true, null::text) $$,
+    'the tick whose old key a staged job holds enqueues its job (no 55P03, nothing owed)');
+select is((select next_tick_at from brooq.schedules where name = 't-nightly-w'), '2031-03-05 03:00:00+00'::timestamptz,
+    'and the schedule goes on');
+select is((select count(*)::int from brooq.job where topic = 't.schedule' and payload = '{"n": 1}'
+             and idempotency_key is null and created_at >= '2031-03-03'), 2, 'two ticks, two jobs of the schedule');
+set local lock_timeout = '7s';
+select is((select count(*)::int from brooq.tick_schedules()), 0, 'nothing more is due');
+select is(current_setting('lock_timeout'), '7s', 'a tick bounds its own lock waits, and gives the caller''s setting back');
+reset lock_timeout;
+select ok(brooq.unschedule('t-nightly-w'), 'unschedule it');
+
+-- pg_cron's tick, squatted the same way
+insert into brooq.schedule (name, cron, topic, payload, priority, created_at, updated_at, ticker)
+values ('t-nightly-c', '0 3 * * *', 't.schedule', '{"c": 1}', 0, now(), now(), 'pg_cron');
+set local role brooq_producer;
+select lives_ok($$ select brooq.enqueue('t.schedule', '{"x": 3}', idempotency_key => 'schedule:t-nightly-c:2031-03-05T03:00:00Z',
+                                        available_at => '9999-01-01') $$,
+    'a producer squats the key of pg_cron''s next tick');
+reset role;
+set local brooq.now = '2031-03-05 03:00:00.5+00';
+select brooq._schedule_tick('t-nightly-c') as cron_job \gset
+select results_eq(format($$ select payload, idempotency_key from brooq.job where id = %s $$, :cron_job),
+    $$ values ('{"c": 1}'::jsonb, null::text) $$, 'pg_cron''s tick enqueues the schedule''s own job');
+set local brooq.now = '2031-03-05 03:00:59+00';
+select is(brooq._schedule_tick('t-nightly-c'), :cron_job::bigint, 'a second run within the tick: the same job, nothing more');
+set local brooq.now = '2031-03-05 02:59:59+00';
+select is(brooq._schedule_tick('t-nightly-c'), null, 'a run for a tick before the last one (a clock set back): nothing');
+select is((select count(*)::int from brooq.job where topic = 't.schedule' and payload = '{"c": 1}'), 1, 'one job for the tick');
+select ok(brooq.unschedule('t-nightly-c'), 'unschedule it');
 
 -- With pg_cron ----------------------------------------------------------------------------
 
