@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -404,6 +405,51 @@ def test_a_waiting_job_s_page_links_its_parents_with_their_states(
     page = dashboard.get(f"/jobs/{jobs['failed']}")[1]
     assert page.count('id="child-') == html.MAX_CHILDREN and " ...</dd>" in page
     assert 'id="child-' not in dashboard.get(f"/jobs/{child}")[1]
+
+
+def peak_rss_mib(pid: int) -> float:
+    """A process's peak resident memory (VmHWM), in MiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024  # type: ignore[union-attr]
+
+
+def test_the_page_of_a_child_of_many_parents_with_large_results_reads_only_ids_and_states(
+        dashboard: Dashboard, db: str) -> None:
+    """A child of 120 parents whose results are 1 MB each: its page (which reloads
+    itself every few seconds) shows the first MAX_PARENTS parents' ids and states and
+    how many more there are; the dashboard reads no result of them (it read all 120 MB,
+    and decoded them, for ids and states)."""
+    n = 120
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('fan')")
+        ids = [r[0] for r in conn.execute(
+            "select id from brooq.enqueue_many('fan', array(select '{}'::jsonb from generate_series(1, %s)))",
+            [n])]
+        # done with a result of 1 MB each, little compressible (a superuser's shortcut)
+        conn.execute("""
+            update brooq.job j
+               set state = 'done', attempts = 1,
+                   result = jsonb_build_object('blob', (select string_agg(md5(j.id || ':' || g), '')
+                                                         from generate_series(1, 31250) g))
+             where j.id = any(%s)""", [ids])
+        child = conn.execute("select id from brooq.enqueue('fan', '{}', after => %s)", [ids]).fetchone()[0]
+        assert conn.execute("select sum(length(result::text)) from brooq.jobs where id = any(%s)",
+                            [ids]).fetchone()[0] > n * 10**6
+    dashboard.get("/")  # the dashboard's own start-up memory, before the page
+    before = peak_rss_mib(dashboard.proc.pid)
+    started = time.monotonic()
+    status, page = dashboard.get(f"/jobs/{child}")
+    took = time.monotonic() - started
+    grew = peak_rss_mib(dashboard.proc.pid) - before
+    print(f"\nthe page of a child of {n} parents of 1 MB: {took:.2f} s, peak memory +{grew:.1f} MiB")
+    assert status == 200
+    assert grew < 30, f"the dashboard's peak memory grew by {grew:.0f} MiB for one page"
+    assert page.count('id="parent-') == html.MAX_PARENTS
+    for parent in ids[:html.MAX_PARENTS]:
+        assert f'<a href="/jobs/{parent}" id="parent-{parent}">{parent}</a> <span class="state s-done">' in page
+    assert f'id="parent-{ids[html.MAX_PARENTS]}"' not in page
+    assert f"... ({n - html.MAX_PARENTS} more parents)" in page
+    assert "blob" not in page
 
 
 def test_re_driving_every_dead_job_of_a_topic_needs_the_token_and_this_dashboard(

@@ -466,6 +466,7 @@ PLURALS: dict[str, tuple[str, str]] = {
     'cli.flush_needs_yes_completed': ('not flushing {count} finished (done, dead, canceled) job of topic {topic} without a confirmation: stdin is not a terminal; pass --yes', 'not flushing {count} finished (done, dead, canceled) jobs of topic {topic} without a confirmation: stdin is not a terminal; pass --yes'),
     'cli.deployed_changes': ('deployed {count} change with sqitch deploy --verify', 'deployed {count} changes with sqitch deploy --verify'),
     'dash.more_characters': ('... ({count} more character)', '... ({count} more characters)'),
+    'dash.more_parents': ('... ({count} more parent)', '... ({count} more parents)'),
     'cli.short_token': ("the dashboard token has {count} character: use 16 or more, e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'", "the dashboard token has {count} characters: use 16 or more, e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"),
 }
 

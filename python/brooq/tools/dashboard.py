@@ -422,13 +422,16 @@ class Database:
                 tool_queries.DASHBOARD_JOB, {"id": job_id, "shown": html.MAX_SHOWN}).fetchone()
             if job is None:
                 return None
-            try:
-                parents = producer.parents(conn, job_id)
-                children = producer.children(conn, job_id, limit=html.MAX_CHILDREN + 1)
-            except PermissionDenied:  # a read-only role granted before workflows: neither shown
-                return job
-            return job._replace(parents=tuple((p.id, p.state) for p in parents),
-                                children=tuple((c.id, c.state) for c in children))
+            try:  # ids and states only, bounded (tool_queries.DASHBOARD_JOB_PARENTS)
+                parents = conn.execute(tool_queries.DASHBOARD_JOB_PARENTS,
+                                       {"id": job_id, "limit": html.MAX_PARENTS}).fetchall()
+                children = conn.execute(tool_queries.DASHBOARD_JOB_CHILDREN,
+                                        {"id": job_id, "limit": html.MAX_CHILDREN + 1}).fetchall()
+            except psycopg.errors.InsufficientPrivilege:  # a read-only role granted before
+                return job  # workflows: neither shown
+            return job._replace(parents=tuple((p[0], p[1]) for p in parents),
+                                parents_total=parents[0][2] if parents else 0,
+                                children=tuple((c[0], c[1]) for c in children))
 
     def act(self, action: str, target: int | str) -> bool:
         """Run an action (needs brooq_admin): whether it changed anything."""

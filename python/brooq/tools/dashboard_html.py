@@ -22,6 +22,7 @@ from brooq.tools.text import format_duration
 
 MAX_SHOWN = 65536  # characters of a payload, result or error on a page
 MAX_CHILDREN = 50  # children linked on a job's page; more are summed up as "..."
+MAX_PARENTS = 50  # parents linked on a job's page; more are counted
 
 # The states the list of jobs filters on; without a filter it shows the dead and failed.
 LISTED: tuple[JobState, ...] = ("dead", "failed", "canceled")
@@ -79,7 +80,8 @@ class Job(NamedTuple):
     result_length: int | None
     progress: str | None
     progress_length: int | None
-    parents: tuple[tuple[int, str], ...] = ()  # (id, state) of each parent (workflows)
+    parents: tuple[tuple[int, str], ...] = ()  # (id, state) of the first MAX_PARENTS parents (workflows)
+    parents_total: int = 0  # how many parents it has
     children: tuple[tuple[int, str], ...] = ()  # (id, state) of the first children, MAX_CHILDREN + 1
 
 
@@ -379,9 +381,11 @@ def job(view: View, j: Job) -> str:
         rows.append(("dash.fact.available", when(j.available_at)))
     if j.locked_by:
         rows += [("dash.fact.held_by", esc(j.locked_by)), ("dash.fact.lease_until", when(j.locked_until))]
-    if j.parents:  # what it waits for, or waited for
-        rows.append(("dash.fact.parents", " ".join(f'<a href="/jobs/{pid}" id="parent-{pid}">{pid}</a> '
-                                                    f'{badge(state)}' for pid, state in j.parents)))
+    if j.parents:  # what it waits for, or waited for: the first MAX_PARENTS, then how many more
+        shown = " ".join(f'<a href="/jobs/{pid}" id="parent-{pid}">{pid}</a> {badge(state)}'
+                         for pid, state in j.parents)
+        more = j.parents_total - len(j.parents)
+        rows.append(("dash.fact.parents", shown + (" " + esc(_n("dash.more_parents", more)) if more > 0 else "")))
     if j.children:  # what waits, or waited, for it: the first MAX_CHILDREN, then "..."
         shown = " ".join(f'<a href="/jobs/{cid}" id="child-{cid}">{cid}</a> {badge(state)}'
                          for cid, state in j.children[:MAX_CHILDREN])

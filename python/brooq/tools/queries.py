@@ -95,6 +95,25 @@ select id, topic, state, attempts, max_attempts, priority, left(last_error, %(sh
  where id = %(id)s::bigint
 """
 
+# A job's parents and children (workflows) on its page: ids and states only, never the
+# parents' results nor the children's errors (a child may have 10,000 parents of 1 MB
+# results each, and its page reloads itself). The first %(limit)s in id order; the
+# parents also with how many there are in all (at most 10,000), the children with none
+# (a parent's children are not bounded: the page asks for one more than it shows).
+# Through brooq.parents and brooq.children, granted to the dashboard's role.
+DASHBOARD_JOB_PARENTS: LiteralString = """
+select p.id, p.state::text as state, count(*) over () as total
+  from brooq.parents(%(id)s::bigint) as p
+ order by p.id
+ limit %(limit)s::integer
+"""
+
+DASHBOARD_JOB_CHILDREN: LiteralString = """
+select c.id, c.state::text as state
+  from brooq.children(%(id)s::bigint, %(limit)s::integer) as c
+ order by c.id
+"""
+
 # The database's clock: the minutes of the throughput chart are its minutes.
 DASHBOARD_CLOCK: LiteralString = "select now()"
 
