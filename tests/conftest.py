@@ -1,8 +1,10 @@
 """Shared fixtures: one PostgreSQL server for the whole run, brooq deployed by sqitch.
 
 Without BROOQ_TEST_DSN a throwaway cluster is started from the local binaries
-(pg_cron preloaded) and removed at the end. With BROOQ_TEST_DSN (a superuser DSN
-of a server you own), the tests create and drop their own databases on it.
+(pg_cron preloaded) and removed at the end; BROOQ_TEST_POSTGRES=container:17 (or
+container:<image>) starts a container instead (tests/pgcluster.py), removed at the end.
+With BROOQ_TEST_DSN (a superuser DSN of a server you own), the tests create and drop
+their own databases on it.
 
 Databases:
   - `tap_db`: brooq deployed with `sqitch deploy --verify`, plus pgTAP and pg_cron
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +31,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pgcluster import Cluster
+from pgcluster import Cluster, Container, choice, client_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,7 +41,15 @@ class Server:
     """A PostgreSQL server the tests may create databases on."""
 
     admin_dsn: str  # a superuser DSN to the maintenance database
-    cluster: Cluster | None  # None when BROOQ_TEST_DSN points at a server we do not own
+    # The throwaway cluster; None for a container and for a BROOQ_TEST_DSN server (the tests
+    # that stop, restart or reconfigure the server take their other path, or skip saying why).
+    cluster: Cluster | None
+    container: Container | None = None  # BROOQ_TEST_POSTGRES=container:...
+
+    @property
+    def owned(self) -> bool:
+        """Started by this run (a cluster or a container), not a server we were lent."""
+        return self.cluster is not None or self.container is not None
 
     def dsn_for(self, dbname: str) -> str:
         return psycopg.conninfo.make_conninfo(self.admin_dsn, dbname=dbname)
@@ -75,11 +86,15 @@ def sqitch(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return done
 
 
+# pg_dump refuses a server newer than itself: on a container, the container's own runs.
+PG_DUMP: list[str] = ["pg_dump"]
+
+
 def dump_schema(dsn: str) -> str:
     """pg_dump -s of schema brooq, without the lines that differ between two dumps."""
     info = psycopg.conninfo.conninfo_to_dict(dsn)
     done = subprocess.run(
-        ["pg_dump", "--schema-only", "--schema=brooq", "--no-owner",
+        [*PG_DUMP, "--schema-only", "--schema=brooq", "--no-owner",
          "-h", str(info.get("host")), "-p", str(info.get("port")), "-U", str(info.get("user")),
          str(info["dbname"])],
         capture_output=True, text=True, check=True)
@@ -95,10 +110,28 @@ def psql_file(dsn: str, path: Path) -> None:
         raise AssertionError(f"psql -f {path} failed:\n{done.stderr}")
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    if os.environ.get("BROOQ_TEST_DSN"):
+        return "brooq: PostgreSQL at $BROOQ_TEST_DSN"
+    return f"brooq: PostgreSQL {choice()} (BROOQ_TEST_POSTGRES)"
+
+
 @pytest.fixture(scope="session")
 def server() -> Iterator[Server]:
+    where = choice()
     if dsn := os.environ.get("BROOQ_TEST_DSN"):
+        if where != "local":
+            raise pytest.UsageError(f"BROOQ_TEST_DSN and BROOQ_TEST_POSTGRES={where} both name a "
+                                    "server: set one")
         yield Server(dsn, None)
+        return
+    if where != "local":
+        container = Container(where.removeprefix("container:"), durable=False).start()
+        PG_DUMP[:] = client_tool("pg_dump", container)
+        try:
+            yield Server(container.dsn, None, container)
+        finally:
+            container.stop()
         return
     cluster = Cluster(durable=False).start()
     try:
@@ -126,17 +159,40 @@ def template_db(server: Server, run_id: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def tap_dsn(server: Server, run_id: str) -> Iterator[str]:
-    """The database the pgTAP files run in (pg_cron's database on our own cluster)."""
-    owned = server.cluster is not None
+    """The database the pgTAP files run in (pg_cron's database on our own cluster or
+    container). A server without pgTAP skips them, saying so; one without pg_cron or
+    plpgsql_check runs them, and the files skip the assertions that need the extension
+    (a warning in the summary names it)."""
+    owned = server.owned
+    with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
+        available = {name for (name,) in conn.execute(
+            "select name from pg_available_extensions"
+            " where name in ('pgtap', 'plpgsql_check', 'pg_cron')")}
+        preloaded = "pg_cron" in str(conn.execute(
+            "select current_setting('shared_preload_libraries')").fetchone())
+    what = server.container.image if server.container else "the test server"
+    if "pgtap" not in available:
+        pytest.skip(f"pgTAP is not installed on {what}: the pgTAP files need it "
+                    "(Debian: postgresql-<major>-pgtap; tests/images/build's images have it)")
+    # pg_cron lives in one database (cron.database_name, 'postgres' where we start the server)
+    # and needs shared_preload_libraries: our own cluster always preloads it.
+    cron = server.cluster is not None or (owned and preloaded)
+    if "plpgsql_check" not in available:
+        warnings.warn(f"plpgsql_check is not installed on {what}: lint.sql's check of every "
+                      "PL/pgSQL routine is skipped", stacklevel=1)
+    if not cron:
+        why = "not installed" if "pg_cron" not in available else (
+            "not preloaded" if owned else "in another database than the pgTAP files'")
+        warnings.warn(f"pg_cron is {why} on {what}: the pgTAP files skip their pg_cron "
+                      "assertions", stacklevel=1)
     name = "postgres" if owned else f"brooq_tap_{run_id}"
     dsn = server.dsn_for(name) if owned else server.create_db(name)
     sqitch("deploy", "--verify", sqitch_target(dsn))
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("create extension if not exists pgtap")
-        if conn.execute("select count(*) from pg_available_extensions where name = 'plpgsql_check'"
-                        ).fetchone() == (1,):
+        if "plpgsql_check" in available:
             conn.execute("create extension if not exists plpgsql_check")  # the lint's checker
-        if owned:
+        if cron:
             conn.execute("create extension if not exists pg_cron")
     try:
         yield dsn
