@@ -38,7 +38,7 @@ import psycopg
 
 # The throwaway cluster is test infrastructure (tests/pgcluster.py), not part of brooq.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from pgcluster import Cluster  # noqa: E402
+from pgcluster import Cluster, Container, choice, make_server  # noqa: E402
 
 from bench.procs import WorkerFailed, Workers
 from bench.progress import Progress
@@ -76,7 +76,7 @@ def log(msg: str) -> None:
 
 
 class Bench:
-    def __init__(self, args: argparse.Namespace, cluster: Cluster) -> None:
+    def __init__(self, args: argparse.Namespace, cluster: Cluster | Container) -> None:
         self.args = args
         self.cluster = cluster
         self.sizes = SMOKE if args.smoke else Sizes()
@@ -528,7 +528,7 @@ def probe(dsn: str, claims: int) -> tuple[float, float]:
     return statistics.median(times), statistics.median(stats)
 
 
-def machine(cluster: Cluster) -> dict[str, Any]:
+def machine(cluster: Cluster | Container) -> dict[str, Any]:
     cpu = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -562,6 +562,8 @@ def machine(cluster: Cluster) -> dict[str, Any]:
     return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "kernel": platform.release(),
             "python": platform.python_version(), "node": node.stdout.strip() if node else None,
             "postgresql": row[0] if row else None, "settings": settings, "versions": versions,
+            "server": (f"container {cluster.image}" if isinstance(cluster, Container)
+                       else "local cluster"),
             "load_average_at_start": os.getloadavg()}
 
 
@@ -584,7 +586,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--json", type=Path, help="where to write the results "
                    "(default bench/results/<timestamp>.json)")
     p.add_argument("--quiet", action="store_true", help="no live progress")
+    p.add_argument("--postgres", default=None, metavar="WHERE",
+                   help="the server: local (the throwaway cluster, the default), container:17 "
+                        "(tests/images/build's image) or container:<image>; default "
+                        "$BROOQ_TEST_POSTGRES, as for the tests")
     args = p.parse_args(argv)
+    if args.postgres:
+        os.environ["BROOQ_TEST_POSTGRES"] = args.postgres
+    try:
+        args.postgres = choice()
+    except ValueError as e:
+        p.error(str(e))
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
     if "brooq" in args.only and "brooq-sql" not in args.only and args.only != ["brooq"]:
         pass
@@ -612,8 +624,10 @@ def main(argv: list[str] | None = None) -> int:
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
     out = args.json or BENCH / "results" / f"{stamp}{'-smoke' if args.smoke else ''}.json"
     t0 = time.monotonic()
-    log("starting a throwaway PostgreSQL cluster (fsync on, synchronous_commit on)")
-    with Cluster(durable=True) as cluster:
+    log(f"starting PostgreSQL ({args.postgres}; fsync on, synchronous_commit on)")
+    with make_server(durable=True, which=args.postgres) as cluster:
+        if isinstance(cluster, Container):
+            log(cluster.describe())
         bench = Bench(args, cluster)
         meta = machine(cluster)
         meta |= {"started": started.isoformat(), "args": vars(args) | {"json": str(out)},
@@ -630,6 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"brooq benchmark, {stamp}: median (min–max) of {args.runs} run(s);"
           f" * = see notes; last column > 1 means brooq is better")
+    print(f"on {str(meta['postgresql']).split(' on ')[0]}, {meta['server']}")
     print(table)
     notes = sorted({f"{f.system} {f.metric}: {f.note}" for f in bench.results.figures.values()
                     if f.note}) + bench.results.notes
