@@ -86,6 +86,10 @@
 --   54000 program_limit_exceeded           the payload is larger than the topic allows
 --   55000 object_not_in_prerequisite_state ticker 'pg_cron': pg_cron is not
 --                                          installed here
+--   55P03 lock_not_available               tick_schedules: a lock outside a tick (on
+--                                          brooq.schedule: an admin's DDL) held more
+--                                          than 500 ms; a tick's own wait is reported
+--                                          in its row, not raised
 -- Touches: brooq.schedule (one row), cron.job (one row, pg_cron's); each tick
 -- inserts at most one row into brooq.job and updates the schedule's last_tick_at,
 -- last_job_id (and next_tick_at, last_error: the workers').

@@ -220,7 +220,8 @@ def test_pg_cron_s_tick_waits_for_no_producer(server: Any, conn: Conn, db: str) 
 def test_a_tick_waits_at_most_half_a_second_for_an_admin_s_lock(conn: Conn, db: str) -> None:
     """Belt: a tick needs no lock another role can hold, but an admin's DDL can hold one
     it needs (here a SHARE lock on brooq.job). The tick's lock wait is cut at 500 ms: its
-    row says 55P03, the tick stays owed, and the caller's lock_timeout is back after."""
+    row says 55P03, the tick stays owed, and the caller's lock_timeout is back after. A
+    lock on brooq.schedule itself fails the call with 55P03 after 500 ms."""
     brooq.declare_topic(conn, "echo")
     assert brooq.schedule(conn, "pulse", "* * * * * *", "echo", ticker="workers") is None
     owed = schedule_row(conn, "pulse")[0]
@@ -236,6 +237,15 @@ def test_a_tick_waits_at_most_half_a_second_for_an_admin_s_lock(conn: Conn, db: 
         assert 0.4 < took < 1.5, f"the tick waited {took:.2f} s"
         assert [(r[0], r[1], r[2]) for r in rows] == [("pulse", owed, None)]
         assert rows[0][3].startswith("55P03 "), rows
+        assert worker.execute("show lock_timeout").fetchone() == ("0",)
+        admin.rollback()
+        # a lock outside any tick (the schedules' table itself): the call fails with 55P03
+        admin.execute("lock table brooq.schedule in exclusive mode")
+        t0 = time.monotonic()
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            worker.execute("select * from brooq.tick_schedules()")
+        took = time.monotonic() - t0
+        assert 0.4 < took < 1.5, f"the call waited {took:.2f} s"
         assert worker.execute("show lock_timeout").fetchone() == ("0",)
         admin.rollback()
     assert schedule_row(conn, "pulse")[0] == owed, "the tick stays owed"
