@@ -202,15 +202,17 @@ def failover_worker() -> brooq.Worker:
     return build(None, None, timedelta(seconds=2), 4, Path(os.environ["CHAOS_AUDIT_DIR"]))
 
 
-def _storm_job(audit: Audit, hold: float, outcomes: dict[int, tuple[str, str | None]],
+Outcome = tuple[str, str | None, dict[str, str] | None]  # (outcome, error, result)
+
+
+def _storm_job(audit: Audit, hold: float, outcomes: dict[int, Outcome],
                job_id: int, token: int, attempt: int, payload: Any, parents: Any) -> None:
     seen = None if not parents else {  # the claim's JSON array, as Job.parents reads it
         str(p["id"]): _seen(p["state"], p.get("result", _NO_RESULT)) for p in parents}
     try:
-        execute(audit, job_id, token, attempt, payload, None, hold, seen)
-        outcomes[job_id] = ("done", None)
+        outcomes[job_id] = ("done", None, execute(audit, job_id, token, attempt, payload, None, hold, seen))
     except RuntimeError as exc:
-        outcomes[job_id] = ("failed", str(exc))
+        outcomes[job_id] = ("failed", str(exc), None)
 
 
 def storm(dsn: str, name: str, lease: timedelta, hold: float, batch: int) -> None:
@@ -228,7 +230,7 @@ def storm(dsn: str, name: str, lease: timedelta, hold: float, batch: int) -> Non
                         time.sleep(0.1)
                         continue
                     threads: list[threading.Thread] = []
-                    outcomes: dict[int, tuple[str, str | None]] = {}
+                    outcomes: dict[int, Outcome] = {}
                     for r in rows:
                         t = threading.Thread(target=_storm_job, args=(audit, hold, outcomes, *r), daemon=True)
                         t.start()
@@ -236,10 +238,14 @@ def storm(dsn: str, name: str, lease: timedelta, hold: float, batch: int) -> Non
                     for t in threads:
                         t.join()
                     ids = [r[0] for r in rows]
+                    # late, but accepted while no reap took the lease (an expired lease
+                    # is still valid until then): the outcome names its execution, as
+                    # a worker's does
                     got = conn.execute(
-                        "select id, state from brooq.settle_many(%s, %s, %s, %s, %s)",
+                        "select id, state from brooq.settle_many(%s, %s, %s, %s, %s, null, %s::jsonb[])",
                         [name, ids, [r[1] for r in rows], [outcomes[i][0] for i in ids],
-                         [outcomes[i][1] for i in ids]]).fetchall()
+                         [outcomes[i][1] for i in ids],
+                         [None if outcomes[i][2] is None else Jsonb(outcomes[i][2]) for i in ids]]).fetchall()
                     settled += len(got)
                     refused += len(rows) - len(got)
                     log.info("%s: settled %d, refused %d so far", name, settled, refused)
