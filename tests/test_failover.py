@@ -16,9 +16,12 @@ from __future__ import annotations
 import math
 import os
 import random
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import brooq
@@ -27,8 +30,9 @@ import pytest
 from brooq.listener import RECONNECT_MAX
 from chaos.failover import FailoverConfig, run
 from chaos.harness import Result
-from helpers import FAST, declare, enqueue, fate, running, wait_for
-from pgcluster import bindir, has_pg_cron
+from brooq.tools.deploy import deploy
+from helpers import COMMAND, FAST, declare, enqueue, fate, running, wait_for
+from pgcluster import Cluster, bindir, free_port, has_pg_cron
 
 
 def seed() -> int:
@@ -176,3 +180,91 @@ def test_a_settle_canceled_while_it_waits_for_a_lock_is_written_later_unchanged(
             assert fate(admin, job).state == "processing"
         wait_for(lambda: fate(admin, job).state != "processing", timeout=10, what="the settle")
         assert (fate(admin, job).state, fate(admin, job).result) == ("done", {"ok": True})
+
+
+# --- a starting worker behind a multi-host DSN ---------------------------------------
+
+WORKER_PASSWORD = "worker-secret-7f3a"
+APP = Path(__file__).with_name("worker_app.py")
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[Cluster]:
+    """A cluster of the test's own whose pg_hba asks every login but postgres for its
+    password, with brooq deployed and a login ``app_worker`` (brooq_worker)."""
+    cluster = Cluster(durable=False).start()
+    try:
+        hba = cluster.data / "pg_hba.conf"
+        hba.write_text("host all postgres 127.0.0.1/32 trust\n"
+                       "host all all 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+            conn.execute("select pg_reload_conf()")
+            conn.execute("create database app")
+        deploy(cluster.dsn_for("app"))
+        with psycopg.connect(cluster.dsn_for("app"), autocommit=True) as conn:
+            conn.execute(f"create role app_worker login password '{WORKER_PASSWORD}' in role brooq_worker")
+            conn.execute("select brooq.declare_topic('sleep', max_attempts => 10)")
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def start_worker(dsn: str) -> subprocess.Popen[str]:
+    """`brooq worker worker_app:from_env` on ``dsn`` (in the environment, not in argv),
+    waiting for a database unreachable or starting up for start_timeout (5 minutes)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROOQ_")} | {"BROOQ_DSN": dsn}
+    return subprocess.Popen([*COMMAND, "worker", "worker_app:from_env", "--progress", "off"],
+                            cwd=APP.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("refusal", ["password", "database"])
+def test_a_definitive_refusal_behind_a_multi_host_dsn_stops_a_starting_worker_at_once(
+        guarded: Cluster, refusal: str) -> None:
+    """host=primary,standby with the primary down (nothing listens on its port) and the
+    standby refusing the password, or the database: a worker started then stops at once,
+    as it does when the standby is the DSN's only host, instead of waiting start_timeout
+    (5 minutes) for a primary that would refuse it the same way. Its message names the
+    refusal, never the password."""
+    down = free_port()
+    password, dbname, why = {
+        "password": ("wrong-" + WORKER_PASSWORD, "app", 'password authentication failed for user "app_worker"'),
+        "database": (WORKER_PASSWORD, "nope", 'database "nope" does not exist'),
+    }[refusal]
+    common = f"dbname={dbname} user=app_worker password={password} connect_timeout=5"
+    for hosts in (f"host=127.0.0.1 port={guarded.port}",  # the standby alone
+                  f"host=127.0.0.1,127.0.0.1 port={down},{guarded.port}",  # the primary down first
+                  f"host=127.0.0.1,127.0.0.1 port={guarded.port},{down}"):  # and last
+        proc = start_worker(f"{hosts} {common}")
+        started = time.monotonic()
+        try:
+            out, _ = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+            raise AssertionError(f"{hosts}: the worker still waits after 20 s:\n{out}") from None
+        took = time.monotonic() - started
+        assert proc.returncode != 0 and "cannot connect to the database" in out and why in out, (hosts, out)
+        assert took < 10, (hosts, took, out)
+        assert password not in out, out
+
+
+def test_a_multi_host_failure_is_waited_out_only_when_every_host_s_failure_may_pass() -> None:
+    from brooq.session import transient
+
+    def attempts(*failures: str) -> psycopg.OperationalError:  # as psycopg words it
+        lines = [failures[-1], "Multiple connection attempts failed. All failures were:"]
+        lines += [f"- host: '127.0.0.1', port: '{5432 + i}', hostaddr: '127.0.0.1': {f}"
+                  for i, f in enumerate(failures)]
+        return psycopg.OperationalError("\n".join(lines))
+
+    refused = ('connection failed: connection to server at "127.0.0.1", port 5432 failed: Connection refused\n'
+               "\tIs the server running on that host and accepting TCP/IP connections?")
+    standby = 'connection failed: connection to server at "127.0.0.1", port 5433 failed: server is in hot standby mode'
+    password = ('connection failed: connection to server at "127.0.0.1", port 5433 failed: FATAL:  '
+                'password authentication failed for user "u"')
+    assert transient(attempts(refused, standby)) and transient(attempts(standby, refused))
+    assert transient(attempts(refused, refused, "connection timeout expired"))
+    assert not transient(attempts(refused, password)) and not transient(attempts(password, refused))
+    assert not transient(attempts(refused, 'FATAL:  database "nope" does not exist'))

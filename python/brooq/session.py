@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import re
 import time
 from collections.abc import Mapping
 from datetime import timedelta
@@ -79,16 +80,38 @@ TRANSIENT_CONNECT = (
 TRANSIENT_SQLSTATES = frozenset({"25006", "57P01", "57P02", "57P03", "53300"})
 
 
+# How psycopg words a failure of a DSN of several hosts (host=a,b): the last host's
+# failure, this line, then each host's failure on a line of its own, "- host: ...".
+EACH_HOST_FAILED = "Multiple connection attempts failed. All failures were:"
+
+
+def host_failures(exc: BaseException) -> list[str]:
+    """The failure of each host a connection tried ("host: 'a', port: ...: why"), for a
+    DSN of several hosts; [str(exc)] for one host."""
+    text = str(exc)
+    _last, listed, hosts = text.partition(EACH_HOST_FAILED)
+    failures = [f for f in re.split(r"^- (?=host: )", hosts, flags=re.MULTILINE) if f.strip()]
+    return failures if listed and failures else [text]
+
+
+def may_pass(failure: str) -> bool:
+    """Whether a host's failure to connect reads as one that may pass by itself."""
+    text = failure.lower()
+    return any(words in text for words in TRANSIENT_CONNECT)
+
+
 def transient(exc: BaseException) -> bool:
     """Whether a failure to open the first connection may pass by itself (see
-    TRANSIENT_CONNECT): a worker waits for it; any other stops the worker at once."""
+    TRANSIENT_CONNECT): a worker waits for it; any other stops the worker at once.
+    Behind several hosts, only when each host's failure may pass: a wrong password or
+    database refused by one (a standby while the primary is down) is as definitive as
+    from a DSN of that host alone."""
     sqlstate = getattr(exc, "sqlstate", None)
     if sqlstate is not None:
         return sqlstate in TRANSIENT_SQLSTATES or sqlstate.startswith("08")
     if not isinstance(exc, psycopg.OperationalError):
         return False  # ProgrammingError: a DSN libpq cannot parse
-    text = str(exc).lower()
-    return any(words in text for words in TRANSIENT_CONNECT)
+    return all(may_pass(failure) for failure in host_failures(exc))
 
 
 def statement_timeout_ms(lease: timedelta) -> int:
@@ -180,7 +203,10 @@ class Session:
             self._waiting_since = now
         waited = now - self._waiting_since
         limit = self.config.start_timeout.total_seconds()
-        reason = one_line(exc, 300) or type(exc).__name__
+        # behind several hosts, the one that refused (what psycopg says first is the
+        # last host's failure: maybe only a primary that is down)
+        why = next((f for f in host_failures(exc) if not may_pass(f)), None) if not transient(exc) else None
+        reason = one_line(why or exc, 300) or type(exc).__name__
         if transient(exc) and waited < limit:
             return
         if transient(exc) and limit > 0:
