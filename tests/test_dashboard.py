@@ -330,11 +330,11 @@ def test_the_search_box_finds_a_job_by_id_or_key_and_pages_refresh_themselves(
 
 def test_a_search_python_reads_as_digits_but_not_as_a_number_is_a_key_not_a_500(
         dashboard: Dashboard, db: str, jobs: dict[str, Any]) -> None:
-    """"\u00b2" (superscript two) passes str.isdigit, and int() refuses it: it is
-    searched as a key, like any text that is not an id of ASCII digits."""
+    """Superscript two ("\u00b2") passes str.isdigit, and int() refuses it (it was a
+    500): it is searched as a key, like any text that is not an id of ASCII digits."""
     with psycopg.connect(db, autocommit=True) as conn:
         cubed = conn.execute("select id from brooq.enqueue('email', '{}', idempotency_key => '\u00b3')"
-                               ).fetchone()[0]
+                             ).fetchone()[0]
     for text in ("\u00b2", "\uff11", "\u0661" * 25, "1\u00b2"):
         status, headers, page = dashboard.request("GET", "/find?q=" + urllib.parse.quote(text))
         assert status == 404 and "Nothing found for" in page, (text, status, page[:200])
