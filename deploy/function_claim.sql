@@ -110,8 +110,9 @@ begin;
 --
 -- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
 -- with the trace context it was enqueued under (trace_context, NULL: none) and, for
--- a job with parents (workflows), parents: their states and results as a JSON array
--- (brooq._job_parents; NULL for a job without parents, which costs it nothing).
+-- a job with parents (workflows), parents: their ids, topics and states as a JSON
+-- array, never their results (brooq._job_parents; NULL for a job without parents,
+-- which costs it nothing).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),

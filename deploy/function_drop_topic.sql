@@ -92,13 +92,14 @@ begin
     -- other topics (brooq._release, as brooq.flush does).
     with gone as (
         delete from brooq.job j where j.topic = drop_topic.name
-        returning j.id, j.state, j.has_children, j.after_policy
+        returning j.id, j.state, j.after_policy,
+                  exists (select from brooq.job_edge e where e.parent = j.id) as parent
     ), edges as (
         delete from brooq.job_edge e
          using gone g
          where g.after_policy is not null and e.child = g.id
     )
-    select count(*), array_agg(g.id) filter (where g.has_children and g.state not in ('done', 'dead', 'canceled'))
+    select count(*), array_agg(g.id) filter (where g.parent and g.state not in ('done', 'dead', 'canceled'))
       into v_count, v_parents
       from gone g;
     if v_parents is not null then

@@ -80,10 +80,10 @@ begin;
 --                                   a key whose job a router staged and has not
 --                                   published yet (brooq.enqueue_staged)
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
--- a group, inserts or updates its row of brooq.job_group. With parents: sets their
--- has_children (the first child of each) and locks them FOR SHARE to this
--- transaction's end (a settle of a parent waits for the commit, then releases this
--- job), inserts one row per parent into brooq.job_edge.
+-- a group, inserts or updates its row of brooq.job_group. With parents: locks them
+-- FOR KEY SHARE to this transaction's end (nothing a worker does to a parent waits
+-- for it), inserts one row per parent into brooq.job_edge, and one into
+-- brooq.job_edge_check when a parent had not finished.
 
 -- 0.1.0's signature, without group_key and trace_context, and the one without after
 -- and after_policy (harmless where they do not exist).
@@ -128,6 +128,7 @@ declare
     v_parents bigint[];
     v_found integer;
     v_bad bigint;
+    v_ended bigint[];
 begin
     if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
         raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
@@ -195,23 +196,21 @@ begin
             v_parents := null;
             v_policy := null;
         else
-            -- The first child of a parent marks it (its settle then calls
-            -- brooq._release), its row locked in id order; every parent is then
-            -- locked FOR SHARE to this transaction's end: a concurrent settle of a
-            -- parent waits for this commit (and then sees this job's edge), or
-            -- this waits for the settle's commit and reads the parent's end.
-            update brooq.job p set has_children = true
-             where p.id in (select q.id from brooq.job q
-                             where q.id = any(v_parents) and not q.has_children
-                             order by q.id
-                               for no key update);
+            -- The parents are locked FOR KEY SHARE to this transaction's end, as a
+            -- foreign key would: none can be deleted meanwhile, and no settle,
+            -- heartbeat or claim of a parent waits for this transaction (their
+            -- updates never change a key). A parent that a concurrent settle ends
+            -- before this commits cannot see this job's edge: the job is noted in
+            -- brooq.job_edge_check, and the next reap counts that end
+            -- (brooq._release_missed).
             select count(*), count(*) filter (where p.state not in ('done', 'dead', 'canceled')),
-                   min(p.id) filter (where p.state in ('dead', 'canceled'))
-              into v_found, v_left, v_bad
+                   min(p.id) filter (where p.state in ('dead', 'canceled')),
+                   array_agg(p.id order by p.id) filter (where p.state in ('done', 'dead', 'canceled'))
+              into v_found, v_left, v_bad, v_ended
               from (select q.id, q.state from brooq.job q
                      where q.id = any(v_parents)
                      order by q.id
-                       for share) as p;
+                       for key share) as p;
             if v_found < cardinality(v_parents) then
                 raise exception 'parent job % does not exist',
                         (select a from unnest(v_parents) as a
@@ -291,9 +290,13 @@ begin
         perform set_config('lock_timeout', v_lock_timeout, true);
     end if;
     if v_parents is not null then
+        -- settled as the locking read above saw each parent (a parent may end
+        -- meanwhile: that end is counted by its settle or by _release_missed)
         insert into brooq.job_edge (parent, child, settled)
-        select p.id, v_id, p.state in ('done', 'dead', 'canceled')
-          from brooq.job p where p.id = any(v_parents);
+        select a, v_id, coalesce(a = any(v_ended), false) from unnest(v_parents) as a;
+        if v_left > 0 then
+            insert into brooq.job_edge_check (child) values (v_id);
+        end if;
     end if;
     if v_notify and v_at <= v_now and v_state = 'pending' then
         perform pg_notify('brooq', enqueue.topic);

@@ -74,9 +74,10 @@ begin;
 --                                  or a key whose job a router staged and has not
 --                                  published yet (brooq.enqueue_staged)
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
--- inserts or updates their rows of brooq.job_group; with edges, sets has_children on
--- the parents named by id and locks them FOR SHARE (as brooq.enqueue), inserts one
--- row per edge into brooq.job_edge; on error none.
+-- inserts or updates their rows of brooq.job_group; with edges, locks the parents
+-- named by id FOR KEY SHARE (as brooq.enqueue), inserts one row per edge into
+-- brooq.job_edge, and one into brooq.job_edge_check per element with a parent of
+-- another transaction that had not finished; on error none.
 
 -- 0.1.0's signature, without group_keys, and the one without the edges (harmless
 -- where they do not exist).
@@ -128,7 +129,6 @@ declare
     v_lefts integer[];
     v_errors text[];
     v_policies text[];
-    v_has boolean[];
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -290,20 +290,15 @@ begin
     end if;
 
     if cardinality(enqueue_many.after_child) > 0 then
-        -- The parents named by id: marked and locked as brooq.enqueue does.
+        -- The parents named by id: locked FOR KEY SHARE as brooq.enqueue does.
         v_ext := array(select distinct e.parent from unnest(enqueue_many.after_parent) as e(parent)
                         where e.parent > 0 order by e.parent);
-        update brooq.job p set has_children = true
-         where p.id in (select q.id from brooq.job q
-                         where q.id = any(v_ext) and not q.has_children
-                         order by q.id
-                           for no key update);
         select coalesce(array_agg(p.id order by p.id), '{}'), coalesce(array_agg(p.state::text order by p.id), '{}')
           into v_ext, v_ext_states
           from (select q.id, q.state from brooq.job q
                  where q.id = any(v_ext)
                  order by q.id
-                   for share) as p;
+                   for key share) as p;
         select e.parent into v_bad
           from unnest(enqueue_many.after_parent) as e(parent)
          where e.parent > 0 and not e.parent = any(v_ext)
@@ -342,9 +337,8 @@ begin
                                           coalesce(v_ext_states[array_position(v_ext, c.cause)], 'canceled')) end
                          order by i.i),
                array_agg(case when l.child is not null then v_policy end order by i.i),
-               array_agg(h.parent is not null order by i.i),
                array_agg(c.cause order by i.i)
-          into v_states, v_lefts, v_errors, v_policies, v_has, v_canceled_by
+          into v_states, v_lefts, v_errors, v_policies, v_canceled_by
           from generate_series(1, v_n) as i(i)
           left join (select e.child,
                             count(distinct e.parent) filter (
@@ -353,26 +347,29 @@ begin
                                                        not in ('done', 'dead', 'canceled')) as n
                        from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent)
                       group by e.child) as l on l.child = i.i
-          left join unnest(v_canceled, v_causes) as c(element, cause) on c.element = i.i
-          left join (select distinct -e.parent as parent
-                       from unnest(enqueue_many.after_parent) as e(parent)
-                      where e.parent < 0) as h on h.parent = i.i;
+          left join unnest(v_canceled, v_causes) as c(element, cause) on c.element = i.i;
 
         insert into brooq.job (id, topic, payload, priority, max_attempts, available_at, created_at,
                                updated_at, trace_context, state, parents_left, after_policy, last_error,
-                               has_children, group_key, group_seq, canceled_by)
+                               group_key, group_seq, canceled_by)
         select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts, v_at, v_now,
-               v_now, v_trace, u.state, u.parents_left, u.after_policy, u.last_error, u.has_children,
+               v_now, v_trace, u.state, u.parents_left, u.after_policy, u.last_error,
                u.group_key, u.group_seq, u.canceled_by
-          from unnest(v_ids, enqueue_many.payloads, v_states, v_lefts, v_policies, v_errors, v_has,
+          from unnest(v_ids, enqueue_many.payloads, v_states, v_lefts, v_policies, v_errors,
                       v_groups, v_seqs, v_canceled_by)
-               as u(id, payload, state, parents_left, after_policy, last_error, has_children,
+               as u(id, payload, state, parents_left, after_policy, last_error,
                     group_key, group_seq, canceled_by);
         insert into brooq.job_edge (parent, child, settled)
         select distinct case when e.parent < 0 then v_ids[-e.parent] else e.parent end, v_ids[e.child],
                case when e.parent < 0 then coalesce(-e.parent = any(v_canceled), false)
                     else v_ext_states[array_position(v_ext, e.parent)] in ('done', 'dead', 'canceled') end
           from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent);
+        -- a parent of another transaction that had not finished: see brooq.enqueue
+        insert into brooq.job_edge_check (child)
+        select distinct v_ids[e.child]
+          from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent)
+         where e.parent > 0
+           and v_ext_states[array_position(v_ext, e.parent)] not in ('done', 'dead', 'canceled');
         if v_notify and v_at <= v_now and 'pending' = any(v_states) then
             perform pg_notify('brooq', enqueue_many.topic);
         end if;

@@ -70,18 +70,19 @@ begin
            and j.state = any(flush.states)
            and j.state <> 'processing'
            -- a finished parent stays while a child of it has not finished (workflows)
-           and not (j.has_children and j.state in ('done', 'dead', 'canceled')
+           and not (j.state in ('done', 'dead', 'canceled')
                     and exists (select from brooq.job_edge e
                                   join brooq.job c on c.id = e.child
                                  where e.parent = j.id
                                    and c.state not in ('done', 'dead', 'canceled')))
-        returning j.id, j.state, j.has_children, j.after_policy
+        returning j.id, j.state, j.after_policy,
+                  exists (select from brooq.job_edge e where e.parent = j.id) as parent
     ), edges as (
         delete from brooq.job_edge e
          using gone g
          where g.after_policy is not null and e.child = g.id
     )
-    select count(*), array_agg(g.id) filter (where g.has_children and g.state not in ('done', 'dead', 'canceled'))
+    select count(*), array_agg(g.id) filter (where g.parent and g.state not in ('done', 'dead', 'canceled'))
       into v_count, v_parents
       from gone g;
     if v_parents is not null then

@@ -63,25 +63,27 @@ grant execute on function brooq.parents(bigint) to brooq_producer, brooq_worker;
 
 -- brooq._job_parents (child, parents): what brooq.claim hands a job with parents
 --
--- Per child, its parents as brooq.parents returns them, as one JSON array in parent
--- id order: [{id, topic, state, result, last_error, updated_at}, ...]; no row for a
--- job with none left in the table. Private: claim reads it, as a subquery on child,
--- for the jobs it claims that have parents (after_policy is not null), so the worker
--- reads them with the claim and a handler needs no connection of its own. A view,
--- not a function: the planner pushes `child = ...` below the aggregate and runs it
--- inside the claim's own statement (a function call per claimed job cost about 6 us,
--- a quarter of the time of a claim of 100 children of one parent).
+-- Per child, its parents' ids, topics and states as one JSON array in parent id
+-- order: [{id, topic, state}, ...]; no row for a job with none left in the table.
+-- Never their results: a claim must not fail, nor grow without bound, because of
+-- what one job's parents returned (10,000 parents of 1 MB results would pass
+-- jsonb's limit and fail every claim of the topic); a handler reads results on
+-- request with brooq.parents, a row per parent. Bounded: at most 10,000 parents of
+-- a job, each entry under 200 bytes. Private: claim reads it, as a subquery on
+-- child, for the jobs it claims that have parents (after_policy is not null). A
+-- view, not a function: the planner pushes `child = ...` below the aggregate and
+-- runs it inside the claim's own statement (a function call per claimed job cost
+-- about 6 us, a quarter of the time of a claim of 100 children of one parent).
 create view brooq._job_parents as
     select e.child,
-           jsonb_agg(jsonb_build_object('id', p.id, 'topic', p.topic, 'state', p.state,
-                                        'result', p.result, 'last_error', p.last_error,
-                                        'updated_at', p.updated_at) order by p.id) as parents
+           jsonb_agg(jsonb_build_object('id', p.id, 'topic', p.topic, 'state', p.state)
+                     order by p.id) as parents
       from brooq.job_edge e
       join brooq.job p on p.id = e.parent
      group by e.child;
 
 comment on view brooq._job_parents is
-'Private: per child, its parents as one JSON array (id order), what brooq.claim hands a job with parents.';
+'Private: per child, its parents'' ids, topics and states as one JSON array (id order), what brooq.claim hands a job with parents; never their results.';
 
 revoke all on brooq._job_parents from public;
 

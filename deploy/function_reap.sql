@@ -47,7 +47,9 @@ begin;
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
 -- Workflows: a job it makes dead that has children hands them to brooq._release
--- in this transaction (canceled under after_policy cancel, transitively).
+-- in this transaction (canceled under after_policy cancel, transitively); then
+-- brooq._release_missed counts the ends of parents that a settle could not see
+-- (a child committed after its parent's settle began), for up to max_jobs children.
 -- Touches: updates up to max_jobs rows of brooq.job; through brooq._release, the
 -- edges and waiting descendants of the jobs it made dead.
 create or replace function brooq.reap(max_jobs integer default 1000)
@@ -128,15 +130,21 @@ begin
            updated_at = v_now
       from expired e
      where j.id = e.id
-    returning j.id, j.topic, j.state, j.has_children
+    returning j.id, j.topic, j.state,
+              j.state = 'dead' and exists (select from brooq.job_edge c where c.parent = j.id) as parent
     )
     select coalesce(array_agg(row(r.id, r.topic)::brooq.reaped), '{}'),
-           array_agg(r.id) filter (where r.has_children and r.state = 'dead')
+           array_agg(r.id) filter (where r.parent)
       into v_rows, v_parents
       from reaped r;
     -- Workflows: the waiting children of a job made dead follow their after_policy.
     if v_parents is not null then
         perform brooq._release(v_parents, array_fill('dead'::text, array[cardinality(v_parents)]));
+    end if;
+    -- and the ends of parents that a settle could not count (none, as a rule: one
+    -- probe of an empty table)
+    if exists (select from brooq.job_edge_check) then
+        perform brooq._release_missed(reap.max_jobs);
     end if;
     return query select * from unnest(v_rows);
 end

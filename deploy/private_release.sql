@@ -11,10 +11,11 @@ begin;
 --
 -- Workflows (docs/architecture.md, "Workflows"): counts the end of each parent
 -- (just made terminal by the caller, in the caller's transaction) in its children,
--- once per (parent, child) edge. Every function that makes a job with has_children
--- terminal calls it with those jobs and the state each ended in: settle_many (and
--- so settle), cancel, reap, flush and drop_topic (a deleted parent counts as
--- canceled).
+-- once per (parent, child) edge. Every function that makes a job with children (an
+-- edge names it as parent) terminal calls it with those jobs and the state each
+-- ended in: settle_many (and so settle), cancel, reap, flush and drop_topic (a
+-- deleted parent counts as canceled), and _release_missed (the ends a settle could
+-- not see).
 --
 -- Per child, in one update of its row: parents_left goes down by the number of its
 -- parents in this call; the child becomes pending when that reaches 0, or canceled
@@ -107,11 +108,12 @@ begin
               from per_child pc
              where c.id = pc.child
                and (c.state = 'waiting' or c.state = 'canceled' and c.parents_left > 0)
-            returning c.id, c.topic, c.state, c.has_children, pc.was = 'waiting' as moved
+            returning c.id, c.topic, c.state, pc.was = 'waiting' as moved
         )
         select array_agg(distinct ch.topic) filter (where ch.state = 'pending'),
                array_agg(ch.id) filter (where ch.state = 'canceled' and ch.moved),
-               array_agg(ch.id) filter (where ch.state = 'canceled' and ch.moved and ch.has_children),
+               array_agg(ch.id) filter (where ch.state = 'canceled' and ch.moved
+                                          and exists (select from brooq.job_edge g where g.parent = ch.id)),
                count(*) filter (where ch.moved)
           into v_ready_topics, v_canceled, v_parents, v_n
           from changed ch;
@@ -136,6 +138,63 @@ comment on function brooq._release(bigint[], text[]) is
 'Private: count the end of each parent (just made terminal) in its waiting children: pending when none is left, canceled at once by a dead or canceled parent under after_policy cancel, transitively (settle_many, cancel, reap, flush).';
 
 revoke all on function brooq._release(bigint[], text[]) from public;
+
+-- brooq._release_missed(max_children) -> integer, the children it made pending or canceled
+--
+-- Workflows: the ends a settle could not see. A child's enqueue locks its parents
+-- FOR KEY SHARE only, so a worker never waits for a producer's transaction; but a
+-- parent settled (canceled, reaped) before that transaction committed was settled
+-- by a statement that could not see the child's edge, and its end was not counted.
+-- Such a child is in brooq.job_edge_check. This takes up to max_children of them,
+-- the least recently looked at first (SKIP LOCKED: reapers share them), hands the
+-- parents that have ended (or are gone: counted as canceled, as flush counts them)
+-- with an unsettled edge to them to brooq._release, forgets the children with no
+-- unsettled edge left and notes when the others were looked at. Called by
+-- brooq.reap; the wait it adds is a reap interval, and only after such a race.
+--
+-- Touches: brooq.job_edge_check; through brooq._release, edges and children.
+create or replace function brooq._release_missed(max_children integer)
+returns integer
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_children bigint[];
+    v_parents bigint[];
+    v_states text[];
+    v_n integer := 0;
+begin
+    select array_agg(c.child) into v_children
+      from (select c.child from brooq.job_edge_check c
+             order by c.checked_at nulls first, c.child
+             limit _release_missed.max_children
+               for update skip locked) as c;
+    if v_children is null then
+        return 0;
+    end if;
+    select array_agg(x.parent order by x.parent), array_agg(x.state order by x.parent)
+      into v_parents, v_states
+      from (select distinct e.parent, coalesce(p.state::text, 'canceled') as state
+              from brooq.job_edge e
+              left join brooq.job p on p.id = e.parent
+             where e.child = any(v_children) and not e.settled
+               and (p.id is null or p.state in ('done', 'dead', 'canceled'))) as x;
+    if v_parents is not null then
+        v_n := brooq._release(v_parents, v_states);
+    end if;
+    delete from brooq.job_edge_check c
+     where c.child = any(v_children)
+       and not exists (select from brooq.job_edge e where e.child = c.child and not e.settled);
+    update brooq.job_edge_check c set checked_at = brooq._now()
+     where c.child = any(v_children);
+    return v_n;
+end
+$$;
+
+comment on function brooq._release_missed(integer) is
+'Private: count the ends of parents that a settle could not see (a child enqueued in a transaction that committed after it), for up to max_children children of brooq.job_edge_check (reap).';
+
+revoke all on function brooq._release_missed(integer) from public;
 
 -- brooq._rearm(parents, rearm_children) -> integer, the canceled children it made wait again
 --
@@ -231,10 +290,11 @@ begin
                    updated_at = v_now
               from counted k
              where c.id = k.id
-            returning c.id, c.state, c.has_children
+            returning c.id, c.state
         )
         select count(*) filter (where ch.state = 'waiting'),
-               array_agg(ch.id) filter (where ch.state = 'waiting' and ch.has_children)
+               array_agg(ch.id) filter (where ch.state = 'waiting'
+                                          and exists (select from brooq.job_edge g where g.parent = ch.id))
           into v_n, v_parents
           from changed ch;
         v_count := v_count + v_n;

@@ -7,7 +7,7 @@ begin;
 -- Workflows (docs/architecture.md, "Workflows"): the state waiting, which no claim
 -- reads (job_ready_idx holds pending and failed only), and the columns of a job
 -- with parents (after_policy, parents_left, canceled_by: the parent whose end
--- canceled it) or children (has_children). Columns
+-- canceled it); a job's children are its edges in brooq.job_edge. Columns
 -- with constant defaults: no rewrite of the table; the domain's new check reads
 -- brooq.job once, under a lock that blocks writes to it. No CHECK constraint on the
 -- new columns: each would cost every single-row enqueue and every settle statement
@@ -23,7 +23,6 @@ comment on domain brooq.job_state is
 alter table brooq.job
     add column after_policy text,
     add column parents_left integer not null default 0,
-    add column has_children boolean not null default false,
     add column canceled_by bigint;
 
 commit;

@@ -4,8 +4,8 @@
 
 begin;
 
--- brooq.claim hands a job with parents (workflows) their states and results, so that
--- its handler reads them without a query of its own (NULL: the job has no parents).
+-- brooq.claim hands a job with parents (workflows) their ids, topics and states, so that
+-- its handler knows them without a query of its own (NULL: the job has no parents).
 alter type brooq.claimed_job add attribute parents jsonb;
 
 commit;

@@ -3,6 +3,7 @@
 begin;
 
 drop function brooq._rearm(bigint[], boolean);
+drop function brooq._release_missed(integer);
 drop function brooq._release(bigint[], text[]);
 
 commit;

@@ -16,7 +16,6 @@ update brooq.job
 alter table brooq.job
     drop column after_policy,
     drop column parents_left,
-    drop column has_children,
     drop column canceled_by;
 
 alter domain brooq.job_state drop constraint job_state_known;

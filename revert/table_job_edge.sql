@@ -2,6 +2,7 @@
 
 begin;
 
+drop table brooq.job_edge_check;
 drop table brooq.job_edge;
 
 commit;

@@ -25,7 +25,7 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_has_children boolean;
+    v_parent boolean;  -- an edge names the job: it has children
 begin
     if cancel.job_id is null then
         raise exception 'brooq.cancel: job_id must not be NULL'
@@ -45,11 +45,11 @@ begin
            updated_at = brooq._now()
      where j.id = cancel.job_id
        and j.state in ('pending', 'failed', 'processing', 'waiting')
-    returning j.has_children into v_has_children;
+    returning exists (select from brooq.job_edge e where e.parent = j.id) into v_parent;
     if not found then
         return false;
     end if;
-    if v_has_children then
+    if v_parent then
         perform brooq._release(array[cancel.job_id], array['canceled']);
     end if;
     if exists (select from brooq.job_watch w where w.job_id = cancel.job_id) then

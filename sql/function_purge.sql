@@ -59,11 +59,10 @@ begin
                and j.state in ('done', 'dead', 'canceled')
                and j.updated_at < v_now - v_retention
                -- a parent stays while a child of it has not finished (workflows)
-               and not (j.has_children
-                        and exists (select from brooq.job_edge e
-                                      join brooq.job c on c.id = e.child
-                                     where e.parent = j.id
-                                       and c.state not in ('done', 'dead', 'canceled')))
+               and not exists (select from brooq.job_edge e
+                                 join brooq.job c on c.id = e.child
+                                where e.parent = j.id
+                                  and c.state not in ('done', 'dead', 'canceled'))
              order by j.updated_at
              limit purge.batch_size - v_deleted
                for update skip locked

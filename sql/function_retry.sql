@@ -113,9 +113,9 @@ begin
          where j.id = any(_retry.job_ids)
            and j.state = any(_retry.from_states)
            and j.state in ('dead', 'canceled')
-        returning j.id, j.topic, j.has_children
+        returning j.id, j.topic, exists (select from brooq.job_edge e where e.parent = j.id) as parent
     )
-    select count(*), array_agg(distinct r.topic), array_agg(r.id) filter (where r.has_children)
+    select count(*), array_agg(distinct r.topic), array_agg(r.id) filter (where r.parent)
       into v_count, v_topics, v_parents
       from redriven r;
     if v_parents is not null then

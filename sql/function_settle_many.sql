@@ -28,7 +28,8 @@
 --                            (reported as done all the same; its result is not
 --                            stored); a job somebody watches (brooq.watch) is
 --                            kept, so its waiter reads its fate; so is a job
---                            with children (workflows), for their handlers.
+--                            with children (workflows), for their handlers, and
+--                            one a producer enqueueing a child of it holds.
 --   retain_payload => false  the payload becomes 'null'::jsonb when the job becomes
 --                            terminal (done, dead, canceled), by any outcome.
 -- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
@@ -36,9 +37,10 @@
 -- becomes last_error (cut to 2000 characters).
 -- A watched job (brooq.watch) made terminal is announced with NOTIFY
 -- brooq_settled, its id as payload.
--- Workflows: a job made terminal that has children (has_children) is handed to
--- brooq._release in this transaction: its waiting children become pending when it
--- was their last parent, or canceled by its dead or canceled end (after_policy).
+-- Workflows: a job made terminal that has children (an edge in brooq.job_edge) is
+-- handed to brooq._release in this transaction: its waiting children become pending
+-- when it was their last parent, or canceled by its dead or canceled end
+-- (after_policy).
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -82,6 +84,7 @@ declare
     v_n integer := coalesce(cardinality(settle_many.job_ids), 0);
     v_bad record;
     v_dropped integer := 0;
+    v_edges boolean;
     v_rows brooq.settled[];
     v_parents bigint[];    -- jobs made terminal that have children (workflows)
     v_ends text[];
@@ -156,26 +159,35 @@ begin
     -- max_payload_bytes. The update below, a statement of its own, no longer sees
     -- them, and is skipped when nothing is left (a drain of such a topic).
     if exists (select from brooq.topic t where not t.retain_done) then
+        -- SKIP LOCKED: a row another transaction holds (a producer enqueueing a
+        -- child of it holds FOR KEY SHARE) is not waited for; it is kept, settled
+        -- by the update below.
         return query
         delete from brooq.job j
-         using brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                                  settle_many.errors, settle_many.delays, settle_many.results) as u,
-               brooq.topic t
-         where j.id = u.id
-           and j.state = 'processing'
-           and j.locked_by = settle_many.worker
-           and j.lease_token = u.token
-           and t.name = j.topic
-           and u.outcome = 'done' and not t.retain_done
-           and not j.has_children  -- a parent is kept for its children's handlers (purge deletes it later)
-           and not exists (select from brooq.job_watch w where w.job_id = j.id)
+         where j.id in (
+                select d.id
+                  from brooq.job d,
+                       brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                                          settle_many.errors, settle_many.delays, settle_many.results) as u,
+                       brooq.topic t
+                 where d.id = u.id
+                   and d.state = 'processing'
+                   and d.locked_by = settle_many.worker
+                   and d.lease_token = u.token
+                   and t.name = d.topic
+                   and u.outcome = 'done' and not t.retain_done
+                   -- a parent is kept for its children's handlers (purge deletes it later)
+                   and not exists (select from brooq.job_edge e where e.parent = d.id)
+                   and not exists (select from brooq.job_watch w where w.job_id = d.id)
+                   for update of d skip locked)
         returning j.id, 'done'::brooq.job_state;
         get diagnostics v_dropped = row_count;
     end if;
     if v_dropped < v_n then
         -- The rows are collected, so that the jobs made terminal that have children
-        -- (has_children, read from the row this update writes anyway) are known:
-        -- a job without children costs nothing more.
+        -- (an edge names them) are known: with no edge in the table (no workflow),
+        -- one probe per call, none per job.
+        v_edges := exists (select from brooq.job_edge);
         with settled as (
         update brooq.job j
            set state = case
@@ -219,11 +231,13 @@ begin
            and j.locked_by = settle_many.worker
            and j.lease_token = u.token
            and t.name = j.topic
-        returning j.id, j.state, j.has_children
+        returning j.id, j.state,
+                  v_edges and j.state in ('done', 'dead', 'canceled')
+                  and exists (select from brooq.job_edge e where e.parent = j.id) as parent
         )
         select coalesce(array_agg(row(s.id, s.state)::brooq.settled), '{}'),
-               array_agg(s.id) filter (where s.has_children and s.state in ('done', 'dead', 'canceled')),
-               array_agg(s.state::text) filter (where s.has_children and s.state in ('done', 'dead', 'canceled'))
+               array_agg(s.id) filter (where s.parent),
+               array_agg(s.state::text) filter (where s.parent)
           into v_rows, v_parents, v_ends
           from settled s;
         return query select * from unnest(v_rows);

@@ -51,13 +51,13 @@ create table brooq.job (
     trace_context   jsonb,
     -- workflows (table_job_add_workflow): a job with parents has an after_policy
     -- (cancel or run, what a parent that ends dead or canceled does to it) and counts
-    -- its parents not finished yet; a job with children has has_children, set by the
-    -- enqueue of its first child (docs/architecture.md, "Workflows": no CHECK on
+    -- its parents not finished yet; a job's children are the edges that name it in
+    -- brooq.job_edge, never a column of its row, which a producer enqueueing a
+    -- child would have to lock (docs/architecture.md, "Workflows": no CHECK on
     -- them, which would cost every single-row enqueue; enqueue and brooq._release
     -- hold after_policy in (cancel, run) and state = waiting iff parents_left > 0)
     after_policy    text,
     parents_left    integer         not null default 0,
-    has_children    boolean         not null default false,
     -- a job canceled by the end of a parent (after_policy cancel): that parent, or the
     -- canceled ancestor it descends from; retry(..., rearm_children => true) of that
     -- parent makes it wait again. NULL for any other job.

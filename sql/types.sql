@@ -13,9 +13,9 @@ create type brooq.enqueued as (
 -- time left at the claim (NULL: no max_execution; types_claimed_job_add_execution).
 -- trace_context: the W3C trace context the job was enqueued under
 -- (types_claimed_job_add_trace_context). parents: for a job with parents
--- (workflows), a JSON array of them in id order, each {id, topic, state, result,
--- last_error, updated_at} as brooq.parents gives them; NULL for a job without
--- parents (types_claimed_job_add_parents).
+-- (workflows), a JSON array of them in id order, each {id, topic, state}, never
+-- their results (brooq.parents reads those); NULL for a job without parents
+-- (types_claimed_job_add_parents).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,

@@ -81,7 +81,6 @@ class Job:
     max_attempts: int = MAX_ATTEMPTS
     after_policy: str | None = None
     parents_left: int = 0
-    has_children: bool = False
     canceled_by: int | None = None
     error: str | None = None  # what last_error starts with, where the model knows it
 
@@ -175,7 +174,6 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             bad = next((p for p in ps if p.state in BAD), None)
             j.parents_left = sum(p.state not in TERMINAL for p in ps)
             for p in ps:
-                p.has_children = True
                 self.edges[(p.id, j.id)] = p.state in TERMINAL
             if bad is not None and policy == "cancel":
                 j.state, j.canceled_by = "canceled", bad.id
@@ -208,7 +206,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                     if bad and c.after_policy == "cancel":
                         c.state, c.canceled_by = "canceled", bad[0][0]
                         c.error = f"parent job {bad[0][0]} ended {bad[0][1]} (after_policy cancel)"
-                        if c.has_children:
+                        if self.is_parent(c.id):
                             next_ends[child] = "canceled"
                     elif c.parents_left == 0:
                         # the truth, not the counter: every parent of it has ended
@@ -217,8 +215,12 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                         c.state, c.available_at = "pending", max(c.available_at, self.now)
                 ends = next_ends
 
+        def is_parent(self, job_id: int) -> bool:
+            """A job has children when an edge names it (brooq.job_edge, no column)."""
+            return any(p == job_id for (p, _) in self.edges)
+
         def ended(self, j: Job) -> None:
-            if j.has_children and j.state in TERMINAL:
+            if self.is_parent(j.id) and j.state in TERMINAL:
                 self.release({j.id: j.state})
 
         def rearm(self, parents: set[int], canceled: bool) -> None:
@@ -256,7 +258,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                     else:
                         c.error = f"re-armed: parent job {c.canceled_by} re-driven by "
                         c.state, c.canceled_by = "waiting", None
-                        if c.has_children:
+                        if self.is_parent(c.id):
                             waiting.add(child)
                 parents = waiting
 
@@ -404,7 +406,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                 j.available_at, j.updated_at = self.now, self.now
                 j.max_attempts = j.attempts + MAX_ATTEMPTS  # a fresh budget
                 j.lease_losses, j.canceled_by, j.verdict = 0, None, False
-            self.rearm({j.id for j in jobs if j.has_children}, rearm)
+            self.rearm({j.id for j in jobs if self.is_parent(j.id)}, rearm)
 
         @rule()
         def reap(self) -> None:
@@ -421,7 +423,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                 j.release(self.now)
                 j.error = None
             # one release for every parent this reap made dead
-            self.release({j.id: "dead" for j in expired if j.state == "dead" and j.has_children})
+            self.release({j.id: "dead" for j in expired if j.state == "dead" and self.is_parent(j.id)})
 
         @rule(worker=WORKERS, max_jobs=st.integers(min_value=1, max_value=3), lease=LEASES)
         def crash(self, worker: str, max_jobs: int, lease: timedelta) -> None:
@@ -438,7 +440,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                 return any(p == j.id and self.jobs[c].state not in TERMINAL for (p, c) in self.edges)
 
             due = [j for j in self.jobs.values() if j.state in TERMINAL and j.updated_at < self.now - RETENTION
-                   and not (j.has_children and unfinished_child(j))]
+                   and not unfinished_child(j)]
             assert row is not None and row[0] == len(due)
             for j in due:
                 del self.jobs[j.id]
@@ -458,13 +460,14 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
         def rows_match_the_model(self) -> None:
             cur = conn.execute("select id, state, attempts, lease_token, locked_by, locked_until,"
                                " available_at, updated_at, lease_losses, max_attempts, after_policy,"
-                               " parents_left, has_children, canceled_by, last_error from brooq.job order by id")
+                               " parents_left, exists (select from brooq.job_edge e where e.parent = j.id), canceled_by, last_error"
+                               " from brooq.job j order by id")
             rows = {r[0]: r[1:] for r in cur.fetchall()}
             assert set(rows) == set(self.jobs)
             for j in self.jobs.values():
                 expected = (j.state, j.attempts, j.token, j.locked_by, j.locked_until, j.available_at,
                             j.updated_at, j.lease_losses, j.max_attempts, j.after_policy, j.parents_left,
-                            j.has_children, j.canceled_by)
+                            self.is_parent(j.id), j.canceled_by)
                 assert rows[j.id][:-1] == expected, (j.id, rows[j.id], expected)
                 last_error = rows[j.id][-1]
                 assert j.error is None or (last_error or "").startswith(j.error), (j.id, last_error, j.error)

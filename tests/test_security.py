@@ -547,3 +547,65 @@ def test_the_clock_and_the_backoff_resolve_nothing_through_the_search_path(conn:
     assert row is not None and row[0].year == 2030
     assert timedelta(seconds=2) <= row[1] <= timedelta(seconds=4)
     assert timedelta(hours=1) <= row[2] <= timedelta(hours=2)
+
+
+def test_a_producer_holding_a_child_s_enqueue_open_stalls_no_worker(server: Any, db: str) -> None:
+    """A login with only brooq_producer enqueues a child of A (being processed) and R
+    (pending, another topic) and of B (a topic that keeps no done job) and leaves its
+    transaction open. The worker's heartbeat and settle of A, its claim and settle of
+    R and its settle of B answer at once (they waited until statement_timeout when the
+    enqueue locked its parents FOR SHARE); B is kept, as a parent. Once the producer
+    commits, the child's parents have all ended: the next reap counts the ends its
+    settles could not see, and the child is pending."""
+    with psycopg.connect(db, autocommit=True) as admin:
+        admin.execute("select brooq.declare_topic('sec.a'), brooq.declare_topic('sec.r'),"
+                      " brooq.declare_topic('sec.b', retain_done => false), brooq.declare_topic('sec.kid')")
+        a, r, b = (value(admin, "select id from brooq.enqueue(%s, '{}')", [t]) for t in ("sec.a", "sec.r", "sec.b"))
+        claimed = dict(admin.execute("select id, lease_token from brooq.claim('w', array['sec.a', 'sec.b'], 2, '1 hour')")
+                       .fetchall())
+        assert set(claimed) == {a, b}
+        with logins(server, db, "brooq_producer") as [(_, producer_dsn)], \
+                psycopg.connect(producer_dsn) as producer, psycopg.connect(db, autocommit=True) as worker:
+            kid = value(producer, "select id from brooq.enqueue('sec.kid', '{}', after => %s)", [[a, r, b]])
+            worker.execute("set statement_timeout = '3s'")
+            started = time.monotonic()
+            held = worker.execute("select brooq.heartbeat('w', array[%s]::bigint[], '1 hour', array[%s]::bigint[])",
+                                  [a, claimed[a]]).fetchall()
+            assert held == [(a,)]
+            ((r_token,),) = worker.execute("select lease_token from brooq.claim('w', array['sec.r'])").fetchall()
+            for job, token in ((a, claimed[a]), (r, r_token), (b, claimed[b])):
+                assert value(worker, "select brooq.settle(%s, 'w', %s, 'done')", [job, token]) == "done"
+            assert time.monotonic() - started < 2.0
+            assert value(worker, "select state from brooq.job where id = %s", [b]) == "done"  # kept: a parent
+            producer.commit()
+            assert value(admin, "select state from brooq.job where id = %s", [kid]) == "waiting"
+            admin.execute("select brooq.reap()")
+            assert admin.execute("select state, parents_left from brooq.job where id = %s", [kid]).fetchone() == (
+                "pending", 0)
+            assert value(admin, "select count(*) from brooq.job_edge_check") == 0
+
+
+def test_a_fan_in_of_large_results_fails_no_claim(db: str) -> None:
+    """270 parents each settled with a result of about 1 MB (the default
+    max_payload_bytes), then a child of all of them, priority 10: the claim of its topic
+    hands it its parents' ids, topics and states (once it read their results, 270 MB,
+    and failed every claim of the topic with 54000); brooq.parents reads the results,
+    a row per parent."""
+    n = 270
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('sec.big'), brooq.declare_topic('sec.fanin')")
+        parents = [r[0] for r in conn.execute(
+            "select id from brooq.enqueue_many('sec.big', array_fill('{}'::jsonb, array[%s]))", [n]).fetchall()]
+        tokens = conn.execute("select id, lease_token from brooq.claim('w', array['sec.big'], %s)", [n]).fetchall()
+        conn.execute("select brooq.settle_many('w', %s, %s, array_fill('done'::text, array[%s]), null, null,"
+                     " array_fill(jsonb_build_object('r', repeat('x', 1000000)), array[%s]))",
+                     [[t[0] for t in tokens], [t[1] for t in tokens], n, n])
+        child = value(conn, "select id from brooq.enqueue('sec.fanin', '{}', priority => 10, after => %s)", [parents])
+        other = value(conn, "select id from brooq.enqueue('sec.fanin', '{}')")
+        claimed = conn.execute("select id, jsonb_array_length(parents), octet_length(parents::text)"
+                               " from brooq.claim('w', array['sec.fanin', 'sec.big'], 10)").fetchall()
+        assert sorted(c[0] for c in claimed) == sorted([child, other])
+        ((_, count, size),) = [c for c in claimed if c[0] == child]
+        assert count == n and size < 200 * n
+        sizes = conn.execute("select pg_catalog.octet_length(result::text) from brooq.parents(%s)", [child]).fetchall()
+        assert len(sizes) == n and min(s[0] for s in sizes) > 1_000_000

@@ -58,7 +58,7 @@ from brooq.producer import (
     parents,
     topic_stats,
 )
-from brooq.rows import ChildJob, ParentJob, TopicStats
+from brooq.rows import ChildJob, ParentJob, ParentState, TopicStats
 from brooq.schema_check import SchemaMismatch, schema_version
 from brooq.settings import Topic, TopicSettings
 from brooq.signals import Cancel, Dead, HandlerSignal, PreserveAttempt, Retry
@@ -81,6 +81,7 @@ __all__ = [
     "JobFate",
     "KeyBusy",
     "ParentJob",
+    "ParentState",
     "PayloadTooLarge",
     "PermissionDenied",
     "PgCronMissing",

@@ -10,8 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from brooq.otel import current_context
-from brooq.payload import Undecodable
-from brooq.rows import ParentJob, parent_jobs
+from brooq.rows import ParentState, parent_states
 
 _LOCK = threading.Lock()  # guards every Canceled (set, callbacks, the lazily made event)
 
@@ -130,7 +129,7 @@ class Job:
                  execution_deadline: datetime | None = None,
                  execution_left: timedelta | None = None,
                  trace_context: dict[str, str] | None = None,
-                 parents: list[dict[str, Any]] | Undecodable | None = None) -> None:
+                 parents: list[dict[str, Any]] | None = None) -> None:
         self.id = id
         self.topic = topic
         self.payload = payload
@@ -145,11 +144,9 @@ class Job:
         self.execution_left = execution_left
         # the W3C trace context it was enqueued under (brooq.tracing), None: none
         self.trace_context = trace_context
-        # workflows: the parents' states and results as the claim read them, by id (empty:
-        # no parents); an Undecodable when a result is JSON Python cannot decode
-        self.parents: tuple[ParentJob, ...] | Undecodable = (
-            () if parents is None else parents if type(parents) is Undecodable
-            else parent_jobs(parents))  # type: ignore[arg-type]
+        # workflows: the parents' ids, topics and states as the claim read them, by id
+        # (empty: no parents); their results are read on request (brooq.parents)
+        self.parents: tuple[ParentState, ...] = () if parents is None else parent_states(parents)
         # Made when first asked for: most jobs are never canceled nor chain anything, and
         # two objects fewer per job is ~10% of a no-op job's cost in the worker.
         self._canceled: Canceled | None = None

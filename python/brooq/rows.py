@@ -74,8 +74,7 @@ class Reaped(NamedTuple):
 
 
 class ParentJob(NamedTuple):
-    """A parent of a job (brooq.parents, and Job.parents in a handler): its state, and its
-    result or last_error."""
+    """A parent of a job (brooq.parents): its state, and its result or last_error."""
 
     id: int
     topic: str
@@ -98,7 +97,15 @@ class ChildJob(NamedTuple):
     updated_at: datetime
 
 
-def parent_jobs(parents: list[dict[str, Any]]) -> tuple[ParentJob, ...]:
-    """The ParentJob rows of the JSON array brooq.claim hands a job with parents."""
-    return tuple(ParentJob(p["id"], p["topic"], p["state"], p["result"], p["last_error"],
-                           datetime.fromisoformat(p["updated_at"])) for p in parents)
+class ParentState(NamedTuple):
+    """A parent of a claimed job (Job.parents), as the claim hands it: its id, topic and
+    state, never its result (brooq.parents reads results on request)."""
+
+    id: int
+    topic: str
+    state: str
+
+
+def parent_states(parents: list[dict[str, Any]]) -> tuple[ParentState, ...]:
+    """The ParentState rows of the JSON array brooq.claim hands a job with parents."""
+    return tuple(ParentState(p["id"], p["topic"], p["state"]) for p in parents)

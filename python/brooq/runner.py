@@ -129,7 +129,7 @@ class Runner:
         queued: list[Attempt] = []  # sync: started by a pool thread when one is free
         for job in jobs:
             att = self._attempt(job, now)
-            if type(job.payload) is Undecodable or type(job.parents) is Undecodable:
+            if type(job.payload) is Undecodable:
                 # no handler can take it, no retry fix it
                 self._attempts.discard(att)
                 self._undecodable(att)
@@ -372,15 +372,10 @@ class Runner:
                             seconds=now - att.canceled_at, reason=att.job.canceled.reason))
 
     def _undecodable(self, att: Attempt) -> None:
-        """A payload (or a parent's result) Python cannot decode (brooq.payload.Undecodable):
-        the job is dead at once, the cause in its last_error; the jobs claimed beside it run."""
+        """A payload Python cannot decode (brooq.payload.Undecodable): the job is dead at
+        once, the cause in its last_error; the jobs claimed beside it run."""
         att.closed = True
-        job = att.job
-        if type(job.payload) is Undecodable:
-            error = f"payload cannot be decoded: {job.payload.cause}"
-        else:
-            error = f"its parents' results cannot be decoded: {job.parents.cause}"  # type: ignore[union-attr]
-        self._outbox.add(att, Outcome("dead", error))
+        self._outbox.add(att, Outcome("dead", f"payload cannot be decoded: {att.job.payload.cause}"))
 
     def _out_of_time(self, att: Attempt, now: float, *, before: bool) -> None:
         """The job's max_execution ran out: stop its handler (if it runs) and settle the

@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(314);
+select plan(320);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -30,6 +30,7 @@ insert into matrix values
     ('brooq.enqueue_many(text, jsonb[], text[], timestamptz, integer, interval, text[], jsonb, integer[], bigint[], text)', true, false, true),
     ('brooq._release(bigint[], text[])', false, false, false),
     ('brooq._rearm(bigint[], boolean)', false, false, false),
+    ('brooq._release_missed(integer)', false, false, false),
     ('brooq.parents(bigint)', true, true, true),
     ('brooq.children(bigint, integer)', true, true, true),
     ('brooq.claim(text, text[], integer, interval)', false, true, true),
@@ -132,6 +133,10 @@ select lives_ok(format($$ select brooq.enqueue_many('t.priv', array['{}', '{}']:
                                                     after_parent => array[%s, -1]::bigint[]) $$, :j),
     'producer: enqueue_many with edges');
 select throws_ok($$ select * from brooq.job_edge $$, '42501', 'permission denied for table job_edge', 'producer: no select on job_edge');
+select throws_ok($$ delete from brooq.job_edge_check $$, '42501', 'permission denied for table job_edge_check',
+    'producer: no delete from job_edge_check');
+select throws_ok($$ select brooq._release_missed(10) $$, '42501', 'permission denied for function _release_missed',
+    'producer: no _release_missed (only reap calls it)');
 select throws_ok($$ select brooq._release(array[1]::bigint[], array['done']) $$, '42501', 'permission denied for function _release',
     'producer: no _release (only the functions that end a job call it)');
 select throws_ok($$ select brooq.claim('p', array['t.priv']) $$, '42501', 'permission denied for function claim', 'producer: no claim');

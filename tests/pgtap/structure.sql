@@ -8,8 +8,8 @@ select plan(74);
 
 select has_schema('brooq');
 select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'flow_lock', 'job_group', 'schedule', 'retention_stat', 'staged_call',
-                                 'job_edge'],
-    'brooq has exactly the tables topic, job, job_watch, claim_window, flow_lock, job_group, schedule, retention_stat, staged_call and job_edge');
+                                 'job_edge', 'job_edge_check'],
+    'brooq has exactly the tables topic, job, job_watch, claim_window, flow_lock, job_group, schedule, retention_stat, staged_call, job_edge and job_edge_check');
 select views_are('brooq', array['topics', 'topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats', 'staged_calls',
                           '_job_parents'],
     'brooq has exactly the views topics, topic_stats, in_flight, jobs, schedules, retention_stats and staged_calls, and the private _job_parents');
@@ -45,7 +45,7 @@ select columns_are('brooq', 'job',
     array['id', 'topic', 'payload', 'state', 'priority', 'attempts', 'max_attempts', 'idempotency_key',
           'available_at', 'created_at', 'updated_at', 'locked_by', 'locked_until', 'lease_token',
           'last_error', 'result', 'lease_losses', 'progress', 'first_claimed_at', 'group_key', 'group_seq',
-          'trace_context', 'after_policy', 'parents_left', 'has_children', 'canceled_by']);
+          'trace_context', 'after_policy', 'parents_left', 'canceled_by']);
 select col_is_pk('brooq', 'job', 'id', 'job is keyed by id');
 select col_type_is('brooq', 'job', 'id', 'bigint', 'job ids are bigint');
 select col_type_is('brooq', 'job', 'payload', 'jsonb', 'the payload is jsonb');
