@@ -58,12 +58,31 @@ class Server:
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
             conn.execute(query)
 
+    def default_encoding(self) -> str:
+        """The encoding of a database created without one (template1's)."""
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            conn.execute("set client_encoding to 'UTF8'")  # SQL_ASCII would give bytes
+            row = conn.execute("select pg_encoding_to_char(encoding) from pg_database"
+                               " where datname = 'template1'").fetchone()
+        return str(row[0]) if row else "?"
+
     def create_db(self, name: str, template: str | None = None) -> str:
         if template:
             self.execute(sql.SQL("create database {} template {}").format(
                 sql.Identifier(name), sql.Identifier(template)))
-        else:
+        elif self.default_encoding() == "UTF8":
             self.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+        else:
+            # brooq needs UTF-8 (README, "Supported PostgreSQL"): a server whose databases
+            # default to another encoding (SQL_ASCII: initdb under the POSIX locale) gets
+            # UTF-8 ones, said once per run.
+            if not _warned_encoding:
+                _warned_encoding.append(True)
+                warnings.warn(f"the server creates {self.default_encoding()} databases by default;"
+                              " brooq needs UTF8, so the tests create theirs with encoding UTF8"
+                              " from template0 (locale C)", stacklevel=2)
+            self.execute(sql.SQL("create database {} template template0 encoding 'UTF8'"
+                                 " lc_collate 'C' lc_ctype 'C'").format(sql.Identifier(name)))
         return self.dsn_for(name)
 
     def drop_db(self, name: str) -> None:
@@ -85,6 +104,8 @@ def sqitch(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
         raise AssertionError(f"sqitch {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done
 
+
+_warned_encoding: list[bool] = []
 
 # pg_dump refuses a server newer than itself: on a container, the container's own runs.
 PG_DUMP: list[str] = ["pg_dump"]
@@ -165,6 +186,7 @@ def tap_dsn(server: Server, run_id: str) -> Iterator[str]:
     (a warning in the summary names it)."""
     owned = server.owned
     with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
+        conn.execute("set client_encoding to 'UTF8'")  # a SQL_ASCII server would give bytes
         available = {name for (name,) in conn.execute(
             "select name from pg_available_extensions"
             " where name in ('pgtap', 'plpgsql_check', 'pg_cron')")}
