@@ -199,13 +199,13 @@ create table brooq.job (
     trace_context   jsonb,
     -- workflows (table_job_add_workflow): a job with parents has an after_policy
     -- (cancel or run, what a parent that ends dead or canceled does to it) and counts
-    -- its parents not finished yet; a job with children has has_children, set by the
-    -- enqueue of its first child (docs/architecture.md, "Workflows": no CHECK on
+    -- its parents not finished yet; a job's children are the edges that name it in
+    -- brooq.job_edge, never a column of its row, which a producer enqueueing a
+    -- child would have to lock (docs/architecture.md, "Workflows": no CHECK on
     -- them, which would cost every single-row enqueue; enqueue and brooq._release
     -- hold after_policy in (cancel, run) and state = waiting iff parents_left > 0)
     after_policy    text,
     parents_left    integer         not null default 0,
-    has_children    boolean         not null default false,
     -- a job canceled by the end of a parent (after_policy cancel): that parent, or the
     -- canceled ancestor it descends from; retry(..., rearm_children => true) of that
     -- parent makes it wait again. NULL for any other job.
@@ -291,9 +291,9 @@ create type brooq.enqueued as (
 -- time left at the claim (NULL: no max_execution; types_claimed_job_add_execution).
 -- trace_context: the W3C trace context the job was enqueued under
 -- (types_claimed_job_add_trace_context). parents: for a job with parents
--- (workflows), a JSON array of them in id order, each {id, topic, state, result,
--- last_error, updated_at} as brooq.parents gives them; NULL for a job without
--- parents (types_claimed_job_add_parents).
+-- (workflows), a JSON array of them in id order, each {id, topic, state}, never
+-- their results (brooq.parents reads those); NULL for a job without parents
+-- (types_claimed_job_add_parents).
 create type brooq.claimed_job as (
     id           bigint,
     topic        text,
@@ -482,7 +482,9 @@ grant execute on function brooq.resume_topic(text) to brooq_admin;
 --   22004 null_value_not_allowed   max_jobs is NULL
 --   22023 invalid_parameter_value  max_jobs out of range
 -- Workflows: a job it makes dead that has children hands them to brooq._release
--- in this transaction (canceled under after_policy cancel, transitively).
+-- in this transaction (canceled under after_policy cancel, transitively); then
+-- brooq._release_missed counts the ends of parents that a settle could not see
+-- (a child committed after its parent's settle began), for up to max_jobs children.
 -- Touches: updates up to max_jobs rows of brooq.job; through brooq._release, the
 -- edges and waiting descendants of the jobs it made dead.
 create or replace function brooq.reap(max_jobs integer default 1000)
@@ -563,15 +565,21 @@ begin
            updated_at = v_now
       from expired e
      where j.id = e.id
-    returning j.id, j.topic, j.state, j.has_children
+    returning j.id, j.topic, j.state,
+              j.state = 'dead' and exists (select from brooq.job_edge c where c.parent = j.id) as parent
     )
     select coalesce(array_agg(row(r.id, r.topic)::brooq.reaped), '{}'),
-           array_agg(r.id) filter (where r.has_children and r.state = 'dead')
+           array_agg(r.id) filter (where r.parent)
       into v_rows, v_parents
       from reaped r;
     -- Workflows: the waiting children of a job made dead follow their after_policy.
     if v_parents is not null then
         perform brooq._release(v_parents, array_fill('dead'::text, array[cardinality(v_parents)]));
+    end if;
+    -- and the ends of parents that a settle could not count (none, as a rule: one
+    -- probe of an empty table)
+    if exists (select from brooq.job_edge_check) then
+        perform brooq._release_missed(reap.max_jobs);
     end if;
     return query select * from unnest(v_rows);
 end
@@ -782,7 +790,7 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_has_children boolean;
+    v_parent boolean;  -- an edge names the job: it has children
 begin
     if cancel.job_id is null then
         raise exception 'brooq.cancel: job_id must not be NULL'
@@ -802,11 +810,11 @@ begin
            updated_at = brooq._now()
      where j.id = cancel.job_id
        and j.state in ('pending', 'failed', 'processing', 'waiting')
-    returning j.has_children into v_has_children;
+    returning exists (select from brooq.job_edge e where e.parent = j.id) into v_parent;
     if not found then
         return false;
     end if;
-    if v_has_children then
+    if v_parent then
         perform brooq._release(array[cancel.job_id], array['canceled']);
     end if;
     if exists (select from brooq.job_watch w where w.job_id = cancel.job_id) then
@@ -1392,10 +1400,10 @@ revoke all on function brooq._trace_context(jsonb, text) from public;
 --                                   a key whose job a router staged and has not
 --                                   published yet (brooq.enqueue_staged)
 -- Touches: inserts one row into brooq.job (none on a repeated key or an error); with
--- a group, inserts or updates its row of brooq.job_group. With parents: sets their
--- has_children (the first child of each) and locks them FOR SHARE to this
--- transaction's end (a settle of a parent waits for the commit, then releases this
--- job), inserts one row per parent into brooq.job_edge.
+-- a group, inserts or updates its row of brooq.job_group. With parents: locks them
+-- FOR KEY SHARE to this transaction's end (nothing a worker does to a parent waits
+-- for it), inserts one row per parent into brooq.job_edge, and one into
+-- brooq.job_edge_check when a parent had not finished.
 
 -- 0.1.0's signature, without group_key and trace_context, and the one without after
 -- and after_policy (harmless where they do not exist).
@@ -1440,6 +1448,7 @@ declare
     v_parents bigint[];
     v_found integer;
     v_bad bigint;
+    v_ended bigint[];
 begin
     if enqueue.topic is null or enqueue.payload is null or enqueue.priority is null then
         raise exception 'brooq.enqueue: topic, payload and priority must not be NULL'
@@ -1507,23 +1516,21 @@ begin
             v_parents := null;
             v_policy := null;
         else
-            -- The first child of a parent marks it (its settle then calls
-            -- brooq._release), its row locked in id order; every parent is then
-            -- locked FOR SHARE to this transaction's end: a concurrent settle of a
-            -- parent waits for this commit (and then sees this job's edge), or
-            -- this waits for the settle's commit and reads the parent's end.
-            update brooq.job p set has_children = true
-             where p.id in (select q.id from brooq.job q
-                             where q.id = any(v_parents) and not q.has_children
-                             order by q.id
-                               for no key update);
+            -- The parents are locked FOR KEY SHARE to this transaction's end, as a
+            -- foreign key would: none can be deleted meanwhile, and no settle,
+            -- heartbeat or claim of a parent waits for this transaction (their
+            -- updates never change a key). A parent that a concurrent settle ends
+            -- before this commits cannot see this job's edge: the job is noted in
+            -- brooq.job_edge_check, and the next reap counts that end
+            -- (brooq._release_missed).
             select count(*), count(*) filter (where p.state not in ('done', 'dead', 'canceled')),
-                   min(p.id) filter (where p.state in ('dead', 'canceled'))
-              into v_found, v_left, v_bad
+                   min(p.id) filter (where p.state in ('dead', 'canceled')),
+                   array_agg(p.id order by p.id) filter (where p.state in ('done', 'dead', 'canceled'))
+              into v_found, v_left, v_bad, v_ended
               from (select q.id, q.state from brooq.job q
                      where q.id = any(v_parents)
                      order by q.id
-                       for share) as p;
+                       for key share) as p;
             if v_found < cardinality(v_parents) then
                 raise exception 'parent job % does not exist',
                         (select a from unnest(v_parents) as a
@@ -1603,9 +1610,13 @@ begin
         perform set_config('lock_timeout', v_lock_timeout, true);
     end if;
     if v_parents is not null then
+        -- settled as the locking read above saw each parent (a parent may end
+        -- meanwhile: that end is counted by its settle or by _release_missed)
         insert into brooq.job_edge (parent, child, settled)
-        select p.id, v_id, p.state in ('done', 'dead', 'canceled')
-          from brooq.job p where p.id = any(v_parents);
+        select a, v_id, coalesce(a = any(v_ended), false) from unnest(v_parents) as a;
+        if v_left > 0 then
+            insert into brooq.job_edge_check (child) values (v_id);
+        end if;
     end if;
     if v_notify and v_at <= v_now and v_state = 'pending' then
         perform pg_notify('brooq', enqueue.topic);
@@ -1687,9 +1698,10 @@ grant execute on function brooq.enqueue(text, jsonb, text, timestamptz, integer,
 --                                  or a key whose job a router staged and has not
 --                                  published yet (brooq.enqueue_staged)
 -- Touches: inserts up to cardinality(payloads) rows into brooq.job; with groups,
--- inserts or updates their rows of brooq.job_group; with edges, sets has_children on
--- the parents named by id and locks them FOR SHARE (as brooq.enqueue), inserts one
--- row per edge into brooq.job_edge; on error none.
+-- inserts or updates their rows of brooq.job_group; with edges, locks the parents
+-- named by id FOR KEY SHARE (as brooq.enqueue), inserts one row per edge into
+-- brooq.job_edge, and one into brooq.job_edge_check per element with a parent of
+-- another transaction that had not finished; on error none.
 
 -- 0.1.0's signature, without group_keys, and the one without the edges (harmless
 -- where they do not exist).
@@ -1741,7 +1753,6 @@ declare
     v_lefts integer[];
     v_errors text[];
     v_policies text[];
-    v_has boolean[];
 begin
     if enqueue_many.topic is null or enqueue_many.payloads is null or enqueue_many.priority is null then
         raise exception 'brooq.enqueue_many: topic, payloads and priority must not be NULL'
@@ -1903,20 +1914,15 @@ begin
     end if;
 
     if cardinality(enqueue_many.after_child) > 0 then
-        -- The parents named by id: marked and locked as brooq.enqueue does.
+        -- The parents named by id: locked FOR KEY SHARE as brooq.enqueue does.
         v_ext := array(select distinct e.parent from unnest(enqueue_many.after_parent) as e(parent)
                         where e.parent > 0 order by e.parent);
-        update brooq.job p set has_children = true
-         where p.id in (select q.id from brooq.job q
-                         where q.id = any(v_ext) and not q.has_children
-                         order by q.id
-                           for no key update);
         select coalesce(array_agg(p.id order by p.id), '{}'), coalesce(array_agg(p.state::text order by p.id), '{}')
           into v_ext, v_ext_states
           from (select q.id, q.state from brooq.job q
                  where q.id = any(v_ext)
                  order by q.id
-                   for share) as p;
+                   for key share) as p;
         select e.parent into v_bad
           from unnest(enqueue_many.after_parent) as e(parent)
          where e.parent > 0 and not e.parent = any(v_ext)
@@ -1955,9 +1961,8 @@ begin
                                           coalesce(v_ext_states[array_position(v_ext, c.cause)], 'canceled')) end
                          order by i.i),
                array_agg(case when l.child is not null then v_policy end order by i.i),
-               array_agg(h.parent is not null order by i.i),
                array_agg(c.cause order by i.i)
-          into v_states, v_lefts, v_errors, v_policies, v_has, v_canceled_by
+          into v_states, v_lefts, v_errors, v_policies, v_canceled_by
           from generate_series(1, v_n) as i(i)
           left join (select e.child,
                             count(distinct e.parent) filter (
@@ -1966,26 +1971,29 @@ begin
                                                        not in ('done', 'dead', 'canceled')) as n
                        from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent)
                       group by e.child) as l on l.child = i.i
-          left join unnest(v_canceled, v_causes) as c(element, cause) on c.element = i.i
-          left join (select distinct -e.parent as parent
-                       from unnest(enqueue_many.after_parent) as e(parent)
-                      where e.parent < 0) as h on h.parent = i.i;
+          left join unnest(v_canceled, v_causes) as c(element, cause) on c.element = i.i;
 
         insert into brooq.job (id, topic, payload, priority, max_attempts, available_at, created_at,
                                updated_at, trace_context, state, parents_left, after_policy, last_error,
-                               has_children, group_key, group_seq, canceled_by)
+                               group_key, group_seq, canceled_by)
         select u.id, enqueue_many.topic, u.payload, enqueue_many.priority, v_max_attempts, v_at, v_now,
-               v_now, v_trace, u.state, u.parents_left, u.after_policy, u.last_error, u.has_children,
+               v_now, v_trace, u.state, u.parents_left, u.after_policy, u.last_error,
                u.group_key, u.group_seq, u.canceled_by
-          from unnest(v_ids, enqueue_many.payloads, v_states, v_lefts, v_policies, v_errors, v_has,
+          from unnest(v_ids, enqueue_many.payloads, v_states, v_lefts, v_policies, v_errors,
                       v_groups, v_seqs, v_canceled_by)
-               as u(id, payload, state, parents_left, after_policy, last_error, has_children,
+               as u(id, payload, state, parents_left, after_policy, last_error,
                     group_key, group_seq, canceled_by);
         insert into brooq.job_edge (parent, child, settled)
         select distinct case when e.parent < 0 then v_ids[-e.parent] else e.parent end, v_ids[e.child],
                case when e.parent < 0 then coalesce(-e.parent = any(v_canceled), false)
                     else v_ext_states[array_position(v_ext, e.parent)] in ('done', 'dead', 'canceled') end
           from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent);
+        -- a parent of another transaction that had not finished: see brooq.enqueue
+        insert into brooq.job_edge_check (child)
+        select distinct v_ids[e.child]
+          from unnest(enqueue_many.after_child, enqueue_many.after_parent) as e(child, parent)
+         where e.parent > 0
+           and v_ext_states[array_position(v_ext, e.parent)] not in ('done', 'dead', 'canceled');
         if v_notify and v_at <= v_now and 'pending' = any(v_states) then
             perform pg_notify('brooq', enqueue_many.topic);
         end if;
@@ -2239,11 +2247,10 @@ begin
                and j.state in ('done', 'dead', 'canceled')
                and j.updated_at < v_now - v_retention
                -- a parent stays while a child of it has not finished (workflows)
-               and not (j.has_children
-                        and exists (select from brooq.job_edge e
-                                      join brooq.job c on c.id = e.child
-                                     where e.parent = j.id
-                                       and c.state not in ('done', 'dead', 'canceled')))
+               and not exists (select from brooq.job_edge e
+                                 join brooq.job c on c.id = e.child
+                                where e.parent = j.id
+                                  and c.state not in ('done', 'dead', 'canceled'))
              order by j.updated_at
              limit purge.batch_size - v_deleted
                for update skip locked
@@ -2565,7 +2572,8 @@ revoke all on function brooq._heartbeat_rows(bigint[], bigint[], jsonb[]) from p
 --                            (reported as done all the same; its result is not
 --                            stored); a job somebody watches (brooq.watch) is
 --                            kept, so its waiter reads its fate; so is a job
---                            with children (workflows), for their handlers.
+--                            with children (workflows), for their handlers, and
+--                            one a producer enqueueing a child of it holds.
 --   retain_payload => false  the payload becomes 'null'::jsonb when the job becomes
 --                            terminal (done, dead, canceled), by any outcome.
 -- Every outcome clears the lease and resets lease_losses to 0 (the handler ran to
@@ -2573,9 +2581,10 @@ revoke all on function brooq._heartbeat_rows(bigint[], bigint[], jsonb[]) from p
 -- becomes last_error (cut to 2000 characters).
 -- A watched job (brooq.watch) made terminal is announced with NOTIFY
 -- brooq_settled, its id as payload.
--- Workflows: a job made terminal that has children (has_children) is handed to
--- brooq._release in this transaction: its waiting children become pending when it
--- was their last parent, or canceled by its dead or canceled end (after_policy).
+-- Workflows: a job made terminal that has children (an edge in brooq.job_edge) is
+-- handed to brooq._release in this transaction: its waiting children become pending
+-- when it was their last parent, or canceled by its dead or canceled end
+-- (after_policy).
 --
 -- Parameters:
 --   worker        the name given to claim
@@ -2619,6 +2628,7 @@ declare
     v_n integer := coalesce(cardinality(settle_many.job_ids), 0);
     v_bad record;
     v_dropped integer := 0;
+    v_edges boolean;
     v_rows brooq.settled[];
     v_parents bigint[];    -- jobs made terminal that have children (workflows)
     v_ends text[];
@@ -2693,26 +2703,35 @@ begin
     -- max_payload_bytes. The update below, a statement of its own, no longer sees
     -- them, and is skipped when nothing is left (a drain of such a topic).
     if exists (select from brooq.topic t where not t.retain_done) then
+        -- SKIP LOCKED: a row another transaction holds (a producer enqueueing a
+        -- child of it holds FOR KEY SHARE) is not waited for; it is kept, settled
+        -- by the update below.
         return query
         delete from brooq.job j
-         using brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
-                                  settle_many.errors, settle_many.delays, settle_many.results) as u,
-               brooq.topic t
-         where j.id = u.id
-           and j.state = 'processing'
-           and j.locked_by = settle_many.worker
-           and j.lease_token = u.token
-           and t.name = j.topic
-           and u.outcome = 'done' and not t.retain_done
-           and not j.has_children  -- a parent is kept for its children's handlers (purge deletes it later)
-           and not exists (select from brooq.job_watch w where w.job_id = j.id)
+         where j.id in (
+                select d.id
+                  from brooq.job d,
+                       brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
+                                          settle_many.errors, settle_many.delays, settle_many.results) as u,
+                       brooq.topic t
+                 where d.id = u.id
+                   and d.state = 'processing'
+                   and d.locked_by = settle_many.worker
+                   and d.lease_token = u.token
+                   and t.name = d.topic
+                   and u.outcome = 'done' and not t.retain_done
+                   -- a parent is kept for its children's handlers (purge deletes it later)
+                   and not exists (select from brooq.job_edge e where e.parent = d.id)
+                   and not exists (select from brooq.job_watch w where w.job_id = d.id)
+                   for update of d skip locked)
         returning j.id, 'done'::brooq.job_state;
         get diagnostics v_dropped = row_count;
     end if;
     if v_dropped < v_n then
         -- The rows are collected, so that the jobs made terminal that have children
-        -- (has_children, read from the row this update writes anyway) are known:
-        -- a job without children costs nothing more.
+        -- (an edge names them) are known: with no edge in the table (no workflow),
+        -- one probe per call, none per job.
+        v_edges := exists (select from brooq.job_edge);
         with settled as (
         update brooq.job j
            set state = case
@@ -2756,11 +2775,13 @@ begin
            and j.locked_by = settle_many.worker
            and j.lease_token = u.token
            and t.name = j.topic
-        returning j.id, j.state, j.has_children
+        returning j.id, j.state,
+                  v_edges and j.state in ('done', 'dead', 'canceled')
+                  and exists (select from brooq.job_edge e where e.parent = j.id) as parent
         )
         select coalesce(array_agg(row(s.id, s.state)::brooq.settled), '{}'),
-               array_agg(s.id) filter (where s.has_children and s.state in ('done', 'dead', 'canceled')),
-               array_agg(s.state::text) filter (where s.has_children and s.state in ('done', 'dead', 'canceled'))
+               array_agg(s.id) filter (where s.parent),
+               array_agg(s.state::text) filter (where s.parent)
           into v_rows, v_parents, v_ends
           from settled s;
         return query select * from unnest(v_rows);
@@ -2961,8 +2982,9 @@ grant execute on function brooq.heartbeat(text, bigint[], interval, bigint[], js
 -- each parent is counted once per child, even if it is re-driven and ends again.
 -- A child's handler reads its parents through (child, parent). No foreign keys:
 -- purge deletes jobs (a child's edges with it; a parent is kept while a child of
--- it has not finished), and a key-share lock on the parent for every edge would make
--- producers contend for it.
+-- it has not finished). The enqueue of a child locks its parents FOR KEY SHARE, as
+-- a foreign key would, and nothing more: a settle, heartbeat or claim of a parent
+-- never waits for a producer's transaction.
 create table brooq.job_edge (
     parent  bigint  not null,
     child   bigint  not null,
@@ -2978,6 +3000,24 @@ comment on table brooq.job_edge is
 'Workflow edges: the child waits for the parent (private: written by brooq.enqueue, enqueue_many and brooq._release).';
 
 revoke all on table brooq.job_edge from public;
+
+-- brooq.job_edge_check: the children whose edges a settle may not have seen. A
+-- child enqueued (in one transaction) after a parent of another transaction that
+-- had not finished yet: a settle of that parent that ran before the child's commit
+-- could not see its edge, so it did not count the parent's end. brooq.reap calls
+-- brooq._release_missed, which counts such ends and forgets a child once no edge
+-- of it is left unsettled. checked_at: when it was last looked at (NULL: never),
+-- the least recent first.
+create table brooq.job_edge_check (
+    child      bigint      not null,
+    checked_at timestamptz,
+    constraint job_edge_check_pkey primary key (child)
+);
+
+comment on table brooq.job_edge_check is
+'Workflow children whose parents'' ends brooq.reap re-counts (private: written by brooq.enqueue, enqueue_many and brooq._release_missed).';
+
+revoke all on table brooq.job_edge_check from public;
 
 -- change views
 
@@ -3224,9 +3264,9 @@ begin
          where j.id = any(_retry.job_ids)
            and j.state = any(_retry.from_states)
            and j.state in ('dead', 'canceled')
-        returning j.id, j.topic, j.has_children
+        returning j.id, j.topic, exists (select from brooq.job_edge e where e.parent = j.id) as parent
     )
-    select count(*), array_agg(distinct r.topic), array_agg(r.id) filter (where r.has_children)
+    select count(*), array_agg(distinct r.topic), array_agg(r.id) filter (where r.parent)
       into v_count, v_topics, v_parents
       from redriven r;
     if v_parents is not null then
@@ -4257,18 +4297,19 @@ begin
            and j.state = any(flush.states)
            and j.state <> 'processing'
            -- a finished parent stays while a child of it has not finished (workflows)
-           and not (j.has_children and j.state in ('done', 'dead', 'canceled')
+           and not (j.state in ('done', 'dead', 'canceled')
                     and exists (select from brooq.job_edge e
                                   join brooq.job c on c.id = e.child
                                  where e.parent = j.id
                                    and c.state not in ('done', 'dead', 'canceled')))
-        returning j.id, j.state, j.has_children, j.after_policy
+        returning j.id, j.state, j.after_policy,
+                  exists (select from brooq.job_edge e where e.parent = j.id) as parent
     ), edges as (
         delete from brooq.job_edge e
          using gone g
          where g.after_policy is not null and e.child = g.id
     )
-    select count(*), array_agg(g.id) filter (where g.has_children and g.state not in ('done', 'dead', 'canceled'))
+    select count(*), array_agg(g.id) filter (where g.parent and g.state not in ('done', 'dead', 'canceled'))
       into v_count, v_parents
       from gone g;
     if v_parents is not null then
@@ -4517,13 +4558,14 @@ begin
     -- other topics (brooq._release, as brooq.flush does).
     with gone as (
         delete from brooq.job j where j.topic = drop_topic.name
-        returning j.id, j.state, j.has_children, j.after_policy
+        returning j.id, j.state, j.after_policy,
+                  exists (select from brooq.job_edge e where e.parent = j.id) as parent
     ), edges as (
         delete from brooq.job_edge e
          using gone g
          where g.after_policy is not null and e.child = g.id
     )
-    select count(*), array_agg(g.id) filter (where g.has_children and g.state not in ('done', 'dead', 'canceled'))
+    select count(*), array_agg(g.id) filter (where g.parent and g.state not in ('done', 'dead', 'canceled'))
       into v_count, v_parents
       from gone g;
     if v_parents is not null then
@@ -4814,10 +4856,11 @@ grant execute on function brooq.forget_staged(interval, uuid[]) to brooq_admin;
 --
 -- Workflows (docs/architecture.md, "Workflows"): counts the end of each parent
 -- (just made terminal by the caller, in the caller's transaction) in its children,
--- once per (parent, child) edge. Every function that makes a job with has_children
--- terminal calls it with those jobs and the state each ended in: settle_many (and
--- so settle), cancel, reap, flush and drop_topic (a deleted parent counts as
--- canceled).
+-- once per (parent, child) edge. Every function that makes a job with children (an
+-- edge names it as parent) terminal calls it with those jobs and the state each
+-- ended in: settle_many (and so settle), cancel, reap, flush and drop_topic (a
+-- deleted parent counts as canceled), and _release_missed (the ends a settle could
+-- not see).
 --
 -- Per child, in one update of its row: parents_left goes down by the number of its
 -- parents in this call; the child becomes pending when that reaches 0, or canceled
@@ -4910,11 +4953,12 @@ begin
               from per_child pc
              where c.id = pc.child
                and (c.state = 'waiting' or c.state = 'canceled' and c.parents_left > 0)
-            returning c.id, c.topic, c.state, c.has_children, pc.was = 'waiting' as moved
+            returning c.id, c.topic, c.state, pc.was = 'waiting' as moved
         )
         select array_agg(distinct ch.topic) filter (where ch.state = 'pending'),
                array_agg(ch.id) filter (where ch.state = 'canceled' and ch.moved),
-               array_agg(ch.id) filter (where ch.state = 'canceled' and ch.moved and ch.has_children),
+               array_agg(ch.id) filter (where ch.state = 'canceled' and ch.moved
+                                          and exists (select from brooq.job_edge g where g.parent = ch.id)),
                count(*) filter (where ch.moved)
           into v_ready_topics, v_canceled, v_parents, v_n
           from changed ch;
@@ -4939,6 +4983,63 @@ comment on function brooq._release(bigint[], text[]) is
 'Private: count the end of each parent (just made terminal) in its waiting children: pending when none is left, canceled at once by a dead or canceled parent under after_policy cancel, transitively (settle_many, cancel, reap, flush).';
 
 revoke all on function brooq._release(bigint[], text[]) from public;
+
+-- brooq._release_missed(max_children) -> integer, the children it made pending or canceled
+--
+-- Workflows: the ends a settle could not see. A child's enqueue locks its parents
+-- FOR KEY SHARE only, so a worker never waits for a producer's transaction; but a
+-- parent settled (canceled, reaped) before that transaction committed was settled
+-- by a statement that could not see the child's edge, and its end was not counted.
+-- Such a child is in brooq.job_edge_check. This takes up to max_children of them,
+-- the least recently looked at first (SKIP LOCKED: reapers share them), hands the
+-- parents that have ended (or are gone: counted as canceled, as flush counts them)
+-- with an unsettled edge to them to brooq._release, forgets the children with no
+-- unsettled edge left and notes when the others were looked at. Called by
+-- brooq.reap; the wait it adds is a reap interval, and only after such a race.
+--
+-- Touches: brooq.job_edge_check; through brooq._release, edges and children.
+create or replace function brooq._release_missed(max_children integer)
+returns integer
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_children bigint[];
+    v_parents bigint[];
+    v_states text[];
+    v_n integer := 0;
+begin
+    select array_agg(c.child) into v_children
+      from (select c.child from brooq.job_edge_check c
+             order by c.checked_at nulls first, c.child
+             limit _release_missed.max_children
+               for update skip locked) as c;
+    if v_children is null then
+        return 0;
+    end if;
+    select array_agg(x.parent order by x.parent), array_agg(x.state order by x.parent)
+      into v_parents, v_states
+      from (select distinct e.parent, coalesce(p.state::text, 'canceled') as state
+              from brooq.job_edge e
+              left join brooq.job p on p.id = e.parent
+             where e.child = any(v_children) and not e.settled
+               and (p.id is null or p.state in ('done', 'dead', 'canceled'))) as x;
+    if v_parents is not null then
+        v_n := brooq._release(v_parents, v_states);
+    end if;
+    delete from brooq.job_edge_check c
+     where c.child = any(v_children)
+       and not exists (select from brooq.job_edge e where e.child = c.child and not e.settled);
+    update brooq.job_edge_check c set checked_at = brooq._now()
+     where c.child = any(v_children);
+    return v_n;
+end
+$$;
+
+comment on function brooq._release_missed(integer) is
+'Private: count the ends of parents that a settle could not see (a child enqueued in a transaction that committed after it), for up to max_children children of brooq.job_edge_check (reap).';
+
+revoke all on function brooq._release_missed(integer) from public;
 
 -- brooq._rearm(parents, rearm_children) -> integer, the canceled children it made wait again
 --
@@ -5034,10 +5135,11 @@ begin
                    updated_at = v_now
               from counted k
              where c.id = k.id
-            returning c.id, c.state, c.has_children
+            returning c.id, c.state
         )
         select count(*) filter (where ch.state = 'waiting'),
-               array_agg(ch.id) filter (where ch.state = 'waiting' and ch.has_children)
+               array_agg(ch.id) filter (where ch.state = 'waiting'
+                                          and exists (select from brooq.job_edge g where g.parent = ch.id))
           into v_n, v_parents
           from changed ch;
         v_count := v_count + v_n;
@@ -5111,25 +5213,27 @@ grant execute on function brooq.parents(bigint) to brooq_producer, brooq_worker;
 
 -- brooq._job_parents (child, parents): what brooq.claim hands a job with parents
 --
--- Per child, its parents as brooq.parents returns them, as one JSON array in parent
--- id order: [{id, topic, state, result, last_error, updated_at}, ...]; no row for a
--- job with none left in the table. Private: claim reads it, as a subquery on child,
--- for the jobs it claims that have parents (after_policy is not null), so the worker
--- reads them with the claim and a handler needs no connection of its own. A view,
--- not a function: the planner pushes `child = ...` below the aggregate and runs it
--- inside the claim's own statement (a function call per claimed job cost about 6 us,
--- a quarter of the time of a claim of 100 children of one parent).
+-- Per child, its parents' ids, topics and states as one JSON array in parent id
+-- order: [{id, topic, state}, ...]; no row for a job with none left in the table.
+-- Never their results: a claim must not fail, nor grow without bound, because of
+-- what one job's parents returned (10,000 parents of 1 MB results would pass
+-- jsonb's limit and fail every claim of the topic); a handler reads results on
+-- request with brooq.parents, a row per parent. Bounded: at most 10,000 parents of
+-- a job, each entry under 200 bytes. Private: claim reads it, as a subquery on
+-- child, for the jobs it claims that have parents (after_policy is not null). A
+-- view, not a function: the planner pushes `child = ...` below the aggregate and
+-- runs it inside the claim's own statement (a function call per claimed job cost
+-- about 6 us, a quarter of the time of a claim of 100 children of one parent).
 create view brooq._job_parents as
     select e.child,
-           jsonb_agg(jsonb_build_object('id', p.id, 'topic', p.topic, 'state', p.state,
-                                        'result', p.result, 'last_error', p.last_error,
-                                        'updated_at', p.updated_at) order by p.id) as parents
+           jsonb_agg(jsonb_build_object('id', p.id, 'topic', p.topic, 'state', p.state)
+                     order by p.id) as parents
       from brooq.job_edge e
       join brooq.job p on p.id = e.parent
      group by e.child;
 
 comment on view brooq._job_parents is
-'Private: per child, its parents as one JSON array (id order), what brooq.claim hands a job with parents.';
+'Private: per child, its parents'' ids, topics and states as one JSON array (id order), what brooq.claim hands a job with parents; never their results.';
 
 revoke all on brooq._job_parents from public;
 
@@ -5289,8 +5393,9 @@ grant execute on function brooq.children(bigint, integer) to brooq_producer, bro
 --
 -- Returns: the claimed jobs (zero rows when nothing is ready), in no set order, each
 -- with the trace context it was enqueued under (trace_context, NULL: none) and, for
--- a job with parents (workflows), parents: their states and results as a JSON array
--- (brooq._job_parents; NULL for a job without parents, which costs it nothing).
+-- a job with parents (workflows), parents: their ids, topics and states as a JSON
+-- array, never their results (brooq._job_parents; NULL for a job without parents,
+-- which costs it nothing).
 -- Errors:
 --   22004 null_value_not_allowed   a NULL argument
 --   22023 invalid_parameter_value  empty worker or topics (or more than one dimension),
