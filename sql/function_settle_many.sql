@@ -161,11 +161,12 @@ begin
     if exists (select from brooq.topic t where not t.retain_done) then
         -- SKIP LOCKED: a row another transaction holds (a producer enqueueing a
         -- child of it holds FOR KEY SHARE) is not waited for; it is kept, settled
-        -- by the update below.
+        -- by the update below. The rows locked are deleted by ctid (a TID scan, no
+        -- second probe of job_pkey).
         return query
         delete from brooq.job j
-         where j.id in (
-                select d.id
+         where j.ctid = any (array(
+                select d.ctid
                   from brooq.job d,
                        brooq._settle_rows(settle_many.job_ids, settle_many.lease_tokens, settle_many.outcomes,
                                           settle_many.errors, settle_many.delays, settle_many.results) as u,
@@ -179,7 +180,7 @@ begin
                    -- a parent is kept for its children's handlers (purge deletes it later)
                    and not exists (select from brooq.job_edge e where e.parent = d.id)
                    and not exists (select from brooq.job_watch w where w.job_id = d.id)
-                   for update of d skip locked)
+                   for update of d skip locked))
         returning j.id, 'done'::brooq.job_state;
         get diagnostics v_dropped = row_count;
     end if;
