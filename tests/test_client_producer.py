@@ -44,7 +44,7 @@ def test_enqueued_is_made_from_the_columns_of_enqueue_by_name(conn: Conn, topic:
     """enqueue and enqueue_many build Enqueued by position (no row factory on the hot
     path): the statements' columns must be its fields, in order."""
     from brooq import queries
-    from brooq.producer import enqueue_args, enqueue_many_args
+    from brooq.calls import enqueue_args, enqueue_many_args
 
     one = conn.execute(queries.ENQUEUE, [*enqueue_args(topic, {}, None, None, None, 0), None])
     many = conn.execute(queries.ENQUEUE_MANY, [*enqueue_many_args(topic, [{}], None, None, None, 0),

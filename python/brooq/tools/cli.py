@@ -249,7 +249,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_cancel(args: argparse.Namespace, out: TextIO) -> int:
     with connect(args) as conn:
-        canceled = producer.cancel(conn, args.id)
+        canceled = admin.cancel(conn, args.id)
     if canceled:
         out.write(_("cli.canceled", id=args.id) + "\n")
         return 0
@@ -436,7 +436,7 @@ def cmd_declare_topic(args: argparse.Namespace, out: TextIO) -> int:
     given: dict[str, Any] = {name: None if value is CLEAR else value
                              for name, value in given_settings(args).items()}
     with connect(args) as conn:
-        topic = producer.declare_topic_settings(conn, args.name, settings.TopicSettings(**given))
+        topic = admin.declare_topic_settings(conn, args.name, settings.TopicSettings(**given))
     out.write(_("cli.declared_settings", topic=args.name, settings=format_settings(topic)) + "\n")
     return 0
 
