@@ -20,11 +20,10 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast, overload
 
 import psycopg
 from django.conf import settings as django_settings  # type: ignore[import-untyped]
@@ -33,7 +32,7 @@ from django.db import close_old_connections, connections  # type: ignore[import-
 from psycopg import pq
 
 import brooq
-from brooq import config
+from brooq import calls, config, faces
 from brooq.errors import ConfigError
 from brooq.payload import PayloadLoader
 from brooq.redact import remember
@@ -42,22 +41,15 @@ from brooq.settings import HandlerSettings
 if TYPE_CHECKING:
     from brooq.tools.deploy import Deployed
 
-__all__ = [
-    "Settings",
-    "brooq_settings",
-    "cancel",
-    "connection",
-    "declare_topic",
-    "deploy_schema",
-    "dsn",
-    "enqueue",
-    "enqueue_many",
-    "get_job",
-    "handler",
-    "worker",
-]
+__all__ = ["Settings", "Using", "alter_topic", "brooq_settings", "cancel", "children", "connection",
+           "declare_topic", "deploy_schema", "drop_topic", "dsn", "enqueue", "enqueue_many",
+           "flush", "get_job", "handler", "list_jobs", "parents", "pause_topic", "resume_topic",
+           "retry", "retry_dead", "schedule", "topic_stats", "unschedule", "worker"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 HANDLERS_MODULE = "jobs"  # imported from every installed app when BROOQ has no HANDLERS
 _OWN_KEYS = ("DATABASE", "HANDLERS")  # the keys of BROOQ that are not worker settings
@@ -189,43 +181,57 @@ def _json_decoded(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[
             adapters.register_loader("jsonb", before)
 
 
-# --- producer helpers: brooq's, on Django's connection -------------------------------
+# --- brooq's calls, on Django's connection ---------------------------------------------
 
-def enqueue(topic: str, payload: Any, *, using: str | None = None, key: str | None = None,
-            at: datetime | None = None, delay: timedelta | None = None, priority: int = 0,
-            group: str | None = None,
-            after: Sequence[int] | None = None, after_policy: str = "cancel") -> brooq.Enqueued:
-    """brooq.enqueue on Django's connection (see :func:`connection`): inside
-    ``transaction.atomic`` the job commits or rolls back with the block."""
-    return brooq.enqueue(connection(using), topic, payload, key=key, at=at, delay=delay,
-                         priority=priority, group=group,
-                         after=after, after_policy=after_policy)
+class Using(Protocol[P, T_co]):
+    """A call of brooq on Django's connection: the declaration's arguments, and ``using``,
+    the database alias (default: BROOQ['DATABASE']). A type checker cannot add a keyword to
+    the declared ones (PEP 612), hence two overloads: with ``using`` given, it checks only
+    that one."""
 
+    @overload
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> T_co: ...
 
-def enqueue_many(topic: str, payloads: Iterable[Any], *, using: str | None = None,
-                 keys: Sequence[str | None] | None = None, at: datetime | None = None,
-                 delay: timedelta | None = None, priority: int = 0,
-                 groups: Sequence[str | None] | None = None) -> list[brooq.Enqueued]:
-    """brooq.enqueue_many on Django's connection: one statement, in its transaction."""
-    return brooq.enqueue_many(connection(using), topic, payloads, keys=keys, at=at, delay=delay,
-                              priority=priority, groups=groups)
+    @overload
+    def __call__(self, *args: Any, using: str | None, **kwargs: Any) -> T_co: ...
 
 
-def cancel(job_id: int, *, using: str | None = None) -> bool:
-    """brooq.cancel on Django's connection (needs brooq_admin)."""
-    return brooq.cancel(connection(using), job_id)
+def on_django(declaration: Callable[P, faces.Statement[T]]) -> Using[P, T]:
+    """The face of a declaration of brooq.calls on Django's connection (see
+    :func:`connection`): inside ``transaction.atomic`` the call commits or rolls back with
+    the block. A call that reads JSON reads it as brooq does, not as Django's text."""
+
+    def face(*args: Any, using: str | None = None, **kwargs: Any) -> T:
+        st = declaration(*args, **kwargs)
+        conn = connection(using)
+        if not st.read.json:
+            return faces.run(conn, st)
+        with _json_decoded(conn):
+            return faces.run(conn, st)
+
+    faces.dress(face, declaration, __name__, among=[inspect.Parameter(
+        "using", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None)])
+    return cast(Using[P, T], face)
 
 
-def get_job(job_id: int, *, using: str | None = None) -> brooq.JobFate | None:
-    """brooq.get_job on Django's connection, its JSON columns decoded (None: no such job)."""
-    with _json_decoded(connection(using)) as conn:
-        return brooq.get_job(conn, job_id)
-
-
-def declare_topic(name: str, *, using: str | None = None, **settings: Any) -> brooq.Topic:
-    """brooq.declare_topic on Django's connection (needs brooq_admin); ``settings`` are
-    the fields of brooq.TopicSettings."""
-    return brooq.declare_topic(connection(using), name, **settings)
+enqueue = on_django(calls.enqueue)
+enqueue_many = on_django(calls.enqueue_many)
+get_job = on_django(calls.get_job)
+parents = on_django(calls.parents)
+children = on_django(calls.children)
+list_jobs = on_django(calls.list_jobs)
+topic_stats = on_django(calls.topic_stats)
+declare_topic = on_django(calls.declare_topic)
+alter_topic = on_django(calls.alter_topic)
+pause_topic = on_django(calls.pause_topic)
+resume_topic = on_django(calls.resume_topic)
+cancel = on_django(calls.cancel)
+retry = on_django(calls.retry)
+retry_dead = on_django(calls.retry_dead)
+flush = on_django(calls.flush)
+schedule = on_django(calls.schedule)
+unschedule = on_django(calls.unschedule)
+drop_topic = on_django(calls.drop_topic)
 
 
 # --- handlers and the worker ---------------------------------------------------------

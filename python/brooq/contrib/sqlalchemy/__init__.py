@@ -16,17 +16,17 @@ AsyncConnection (``postgresql+psycopg_async://``). See docs/sqlalchemy.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-import brooq
+from brooq import calls, faces
 
-__all__ = ["cancel", "connection", "declare_topic", "enqueue", "enqueue_many", "get_job"]
+__all__ = ["alter_topic", "cancel", "children", "connection", "declare_topic", "drop_topic",
+           "enqueue", "enqueue_many", "flush", "get_job", "list_jobs", "parents", "pause_topic",
+           "resume_topic", "retry", "retry_dead", "schedule", "topic_stats", "unschedule"]
 
 Bind = Session | Connection
 # The psycopg dialect, sync (postgresql+psycopg) or async (its driver is "psycopg" from a
@@ -63,36 +63,23 @@ def connection(bind: Bind) -> psycopg.Connection[Any]:
     return raw
 
 
-def enqueue(bind: Bind, topic: str, payload: Any, *, key: str | None = None,
-            at: datetime | None = None, delay: timedelta | None = None, priority: int = 0,
-            group: str | None = None,
-            after: Sequence[int] | None = None, after_policy: str = "cancel") -> brooq.Enqueued:
-    """brooq.enqueue in the transaction of a Session or Connection."""
-    return brooq.enqueue(connection(bind), topic, payload, key=key, at=at, delay=delay,
-                         priority=priority, group=group,
-                         after=after, after_policy=after_policy)
-
-
-def enqueue_many(bind: Bind, topic: str, payloads: Iterable[Any], *,
-                 keys: Sequence[str | None] | None = None, at: datetime | None = None,
-                 delay: timedelta | None = None, priority: int = 0,
-                 groups: Sequence[str | None] | None = None) -> list[brooq.Enqueued]:
-    """brooq.enqueue_many in the transaction of a Session or Connection."""
-    return brooq.enqueue_many(connection(bind), topic, payloads, keys=keys, at=at, delay=delay,
-                              priority=priority, groups=groups)
-
-
-def cancel(bind: Bind, job_id: int) -> bool:
-    """brooq.cancel in the transaction of a Session or Connection (needs brooq_admin)."""
-    return brooq.cancel(connection(bind), job_id)
-
-
-def get_job(bind: Bind, job_id: int) -> brooq.JobFate | None:
-    """brooq.get_job on the connection of a Session or Connection."""
-    return brooq.get_job(connection(bind), job_id)
-
-
-def declare_topic(bind: Bind, name: str, **settings: Any) -> brooq.Topic:
-    """brooq.declare_topic in the transaction of a Session or Connection (needs
-    brooq_admin); ``settings`` are the fields of brooq.TopicSettings."""
-    return brooq.declare_topic(connection(bind), name, **settings)
+# Every call of brooq, in the transaction of a Session or Connection: the face of its
+# declaration in brooq.calls, its first parameter connection()'s.
+enqueue = faces.via(connection, calls.enqueue, __name__)
+enqueue_many = faces.via(connection, calls.enqueue_many, __name__)
+get_job = faces.via(connection, calls.get_job, __name__)
+parents = faces.via(connection, calls.parents, __name__)
+children = faces.via(connection, calls.children, __name__)
+list_jobs = faces.via(connection, calls.list_jobs, __name__)
+topic_stats = faces.via(connection, calls.topic_stats, __name__)
+declare_topic = faces.via(connection, calls.declare_topic, __name__)
+alter_topic = faces.via(connection, calls.alter_topic, __name__)
+pause_topic = faces.via(connection, calls.pause_topic, __name__)
+resume_topic = faces.via(connection, calls.resume_topic, __name__)
+cancel = faces.via(connection, calls.cancel, __name__)
+retry = faces.via(connection, calls.retry, __name__)
+retry_dead = faces.via(connection, calls.retry_dead, __name__)
+flush = faces.via(connection, calls.flush, __name__)
+schedule = faces.via(connection, calls.schedule, __name__)
+unschedule = faces.via(connection, calls.unschedule, __name__)
+drop_topic = faces.via(connection, calls.drop_topic, __name__)

@@ -4,18 +4,17 @@ its transaction. The helpers are brooq.aio's, awaited, on the same connection.""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-import brooq
-from brooq import aio
+from brooq import calls, faces
 from brooq.contrib.sqlalchemy import PSYCOPG, refuse
 
-__all__ = ["cancel", "connection", "declare_topic", "enqueue", "enqueue_many", "get_job"]
+__all__ = ["alter_topic", "cancel", "children", "connection", "declare_topic", "drop_topic",
+           "enqueue", "enqueue_many", "flush", "get_job", "list_jobs", "parents", "pause_topic",
+           "resume_topic", "retry", "retry_dead", "schedule", "topic_stats", "unschedule"]
 
 AsyncBind = AsyncSession | AsyncConnection
 
@@ -41,35 +40,22 @@ async def connection(bind: AsyncBind) -> psycopg.AsyncConnection[Any]:
     return raw
 
 
-async def enqueue(bind: AsyncBind, topic: str, payload: Any, *, key: str | None = None,
-                  at: datetime | None = None, delay: timedelta | None = None, priority: int = 0,
-                  group: str | None = None,
-                  after: Sequence[int] | None = None, after_policy: str = "cancel") -> brooq.Enqueued:
-    """brooq.aio.enqueue in the transaction of an AsyncSession or AsyncConnection."""
-    return await aio.enqueue(await connection(bind), topic, payload, key=key, at=at, delay=delay,
-                             priority=priority, group=group,
-                             after=after, after_policy=after_policy)
-
-
-async def enqueue_many(bind: AsyncBind, topic: str, payloads: Iterable[Any], *,
-                       keys: Sequence[str | None] | None = None, at: datetime | None = None,
-                       delay: timedelta | None = None, priority: int = 0,
-                       groups: Sequence[str | None] | None = None) -> list[brooq.Enqueued]:
-    """brooq.aio.enqueue_many in the transaction of an AsyncSession or AsyncConnection."""
-    return await aio.enqueue_many(await connection(bind), topic, payloads, keys=keys, at=at,
-                                  delay=delay, priority=priority, groups=groups)
-
-
-async def cancel(bind: AsyncBind, job_id: int) -> bool:
-    """brooq.aio.cancel in the transaction of an AsyncSession or AsyncConnection."""
-    return await aio.cancel(await connection(bind), job_id)
-
-
-async def get_job(bind: AsyncBind, job_id: int) -> brooq.JobFate | None:
-    """brooq.aio.get_job on the connection of an AsyncSession or AsyncConnection."""
-    return await aio.get_job(await connection(bind), job_id)
-
-
-async def declare_topic(bind: AsyncBind, name: str, **settings: Any) -> brooq.Topic:
-    """brooq.aio.declare_topic in the transaction of an AsyncSession or AsyncConnection."""
-    return await aio.declare_topic(await connection(bind), name, **settings)
+# Every call of brooq.aio, in the transaction of an AsyncSession or AsyncConnection.
+enqueue = faces.via_async(connection, calls.enqueue, __name__)
+enqueue_many = faces.via_async(connection, calls.enqueue_many, __name__)
+get_job = faces.via_async(connection, calls.get_job, __name__)
+parents = faces.via_async(connection, calls.parents, __name__)
+children = faces.via_async(connection, calls.children, __name__)
+list_jobs = faces.via_async(connection, calls.list_jobs, __name__)
+topic_stats = faces.via_async(connection, calls.topic_stats, __name__)
+declare_topic = faces.via_async(connection, calls.declare_topic, __name__)
+alter_topic = faces.via_async(connection, calls.alter_topic, __name__)
+pause_topic = faces.via_async(connection, calls.pause_topic, __name__)
+resume_topic = faces.via_async(connection, calls.resume_topic, __name__)
+cancel = faces.via_async(connection, calls.cancel, __name__)
+retry = faces.via_async(connection, calls.retry, __name__)
+retry_dead = faces.via_async(connection, calls.retry_dead, __name__)
+flush = faces.via_async(connection, calls.flush, __name__)
+schedule = faces.via_async(connection, calls.schedule, __name__)
+unschedule = faces.via_async(connection, calls.unschedule, __name__)
+drop_topic = faces.via_async(connection, calls.drop_topic, __name__)
