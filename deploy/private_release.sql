@@ -229,6 +229,7 @@ declare
     v_parents bigint[] := _rearm.parents;
     v_count integer := 0;
     v_n integer;
+    v_how text := 're-driven';  -- how the parents came back: re-driven, then (their children) re-armed
 begin
     while coalesce(cardinality(v_parents), 0) > 0 loop
         -- the children, locked in id order, as _release locks them
@@ -283,8 +284,8 @@ begin
                    canceled_by = k.bad,
                    last_error = case
                        when k.bad is null
-                           then format('re-armed: parent job %s re-driven by %s at %s; before: %s',
-                                       k.parent, session_user::text, v_now, left(c.last_error, 2000))
+                           then format('re-armed: parent job %s %s by %s at %s; before: %s',
+                                       k.parent, v_how, session_user::text, v_now, left(c.last_error, 2000))
                        else format('parent job %s ended %s (after_policy cancel)', k.bad, k.bad_state)
                    end,
                    updated_at = v_now
@@ -298,6 +299,7 @@ begin
           into v_n, v_parents
           from changed ch;
         v_count := v_count + v_n;
+        v_how := 're-armed';
     end loop;
     return v_count;
 end

@@ -229,6 +229,7 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
             `canceled` (rearm_children), each child one of them canceled is counted
             again from its parents' states, and waits unless one is dead or canceled
             (then it stays canceled, in that one's name); transitively."""
+            how = "re-driven"
             while parents:
                 for (parent, child), settled in sorted(self.edges.items()):
                     c = self.jobs[child]
@@ -256,11 +257,12 @@ def make_machine(conn: Conn) -> type[RuleBasedStateMachine]:
                         c.canceled_by = bad[0][0]
                         c.error = f"parent job {bad[0][0]} ended {bad[0][1]} (after_policy cancel)"
                     else:
-                        c.error = f"re-armed: parent job {c.canceled_by} re-driven by "
+                        c.error = f"re-armed: parent job {c.canceled_by} {how} by "
                         c.state, c.canceled_by = "waiting", None
                         if self.is_parent(c.id):
                             waiting.add(child)
                 parents = waiting
+                how = "re-armed"  # their children's parents were re-armed, not re-driven
 
         # --- worker ---------------------------------------------------------------
 

@@ -6,7 +6,7 @@
 -- purge, flush and retain_done => false keep a parent a waiting child needs;
 -- re-drive; errors. The races: tests/test_sql_races.py.
 begin;
-select plan(157);
+select plan(158);
 
 set local brooq.now = '2030-01-01 00:00:00+00';
 select lives_ok($$ select brooq.declare_topic('w.a', max_attempts => 1) $$, 'a topic');
@@ -310,6 +310,8 @@ select results_eq(format($$ select id, state::text, parents_left, canceled_by fr
     'its child waits for it again, and so does the grandchild; the child canceled by hand does not');
 select matches((select last_error from brooq.job where id = :rk), format('^re-armed: parent job %s re-driven by ', :rp),
     'last_error says who re-armed it');
+select matches((select last_error from brooq.job where id = :rg), format('^re-armed: parent job %s re-armed by ', :rk),
+    'the grandchild''s says its parent was re-armed, not re-driven');
 select is((select count(*)::int from brooq.claim('w', array['w.rc'], 10, '1 hour')), 0, 'nothing of theirs is claimable yet');
 select is((select count(*)::int from brooq.claim('w', array['w.rp'], 10, '1 hour')), 1, 'the parent claimed a third time');
 select lives_ok(format($$ select brooq.settle(%s, 'w', %s, 'done') $$, :rp, (select lease_token from brooq.job where id = :rp)),
