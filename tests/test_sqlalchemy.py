@@ -109,7 +109,7 @@ def test_another_driver_is_refused_by_name_before_connecting() -> None:
     with Session(create_engine("sqlite://")) as session, pytest.raises(
             TypeError, match="not a Session: for a Session or Connection use brooq.contrib.sqlalchemy$"):
         asyncio.run(brooq_sa_aio.enqueue(session, "email", {}))  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="not a AsyncSession: for an AsyncSession"):
+    with pytest.raises(TypeError, match="not an AsyncSession: for an AsyncSession"):
         brooq_sa.enqueue(AsyncSession(), "email", {})  # type: ignore[arg-type]
 
 

@@ -34,6 +34,11 @@ Bind = Session | Connection
 PSYCOPG = {("postgresql", "psycopg"), ("postgresql", "psycopg_async")}
 
 
+def article(noun: str) -> str:
+    """``a Session``, ``an AsyncSession``: the noun with its English article."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def refuse(driver: str, module: str, engine: str) -> TypeError:
     """The error for an engine whose driver is not psycopg 3 (shared with .aio)."""
     return TypeError(f"{module} needs the psycopg (3) driver, {engine}; "
@@ -45,8 +50,8 @@ def connection(bind: Bind) -> psycopg.Connection[Any]:
     its transaction, begun if none is), so that any brooq helper runs in it. TypeError
     for an engine on another driver than psycopg 3, or an async one."""
     if not isinstance(bind, Session | Connection):
-        raise TypeError(f"brooq.contrib.sqlalchemy takes a Session or a Connection, not a "
-                        f"{type(bind).__name__}: for an AsyncSession or AsyncConnection use "
+        raise TypeError(f"brooq.contrib.sqlalchemy takes a Session or a Connection, not "
+                        f"{article(type(bind).__name__)}: for an AsyncSession or AsyncConnection use "
                         "brooq.contrib.sqlalchemy.aio")
     dialect = (bind.get_bind() if isinstance(bind, Session) else bind).dialect
     if (dialect.name, dialect.driver) not in PSYCOPG or dialect.is_async:  # before connecting

@@ -10,7 +10,7 @@ import psycopg
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from brooq import calls, faces
-from brooq.contrib.sqlalchemy import PSYCOPG, refuse
+from brooq.contrib.sqlalchemy import PSYCOPG, article, refuse
 
 __all__ = ["alter_topic", "cancel", "children", "connection", "declare_topic", "drop_topic",
            "enqueue", "enqueue_many", "flush", "get_job", "list_jobs", "parents", "pause_topic",
@@ -25,7 +25,7 @@ async def connection(bind: AsyncBind) -> psycopg.AsyncConnection[Any]:
     another driver than psycopg 3."""
     if not isinstance(bind, AsyncSession | AsyncConnection):
         raise TypeError(f"brooq.contrib.sqlalchemy.aio takes an AsyncSession or an "
-                        f"AsyncConnection, not a {type(bind).__name__}: for a Session or "
+                        f"AsyncConnection, not {article(type(bind).__name__)}: for a Session or "
                         "Connection use brooq.contrib.sqlalchemy")
     dialect = (bind.get_bind() if isinstance(bind, AsyncSession) else bind).dialect
     if (dialect.name, dialect.driver) not in PSYCOPG or not dialect.is_async:  # before connecting
