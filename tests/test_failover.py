@@ -7,8 +7,9 @@ failovers and pg_cron's own runs on the last primary (~2 min), is `-m long`:
 
     bash tests/run -m long tests/test_failover.py -s
 
-BROOQ_CHAOS_SEED=<n> replays a seed's job mix (each run prints its seed and keeps its
-run directory: history.json, report.txt, every server's and worker's log).
+BROOQ_CHAOS_SEED=<n> replays a seed's job mix (each run prints its seed; a failing test
+keeps its run directory, /tmp/brooq-failover-<seed>-*: history.json, report.txt, every
+server's and worker's log; a passing one removes it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import shutil
 import subprocess
 import threading
 import time
@@ -42,6 +44,11 @@ def seed() -> int:
 
 def where(result: Result) -> str:
     return f"seed {result.config.seed}, run directory {result.run_dir}\n{result.report.summary()}"
+
+
+def passed(result: Result) -> None:
+    """After a test's last assertion: its run directory goes (a failing test keeps it)."""
+    shutil.rmtree(result.run_dir, ignore_errors=True)
 
 
 def reconnect_bound(outage: float) -> float:
@@ -87,6 +94,7 @@ def test_a_synchronous_standby_promoted_after_a_kill_keeps_every_acknowledged_en
     assert f["claims_lost_in_failover"] >= 1, where(result)  # the second failover took claims away
     assert_workers_resumed(result, failovers=2, workers=3)
     assert_maintenance_ran(result)
+    passed(result)
 
 
 @pytest.mark.long
@@ -108,6 +116,7 @@ def test_an_asynchronous_standby_loses_only_what_it_never_received() -> None:
     assert f["ghost_reaped"] == 1 and f["old_rows_left"] == 0, where(result)
     if has_pg_cron(bindir()):
         assert f["pg_cron_reap_runs"] >= 1 and f["pg_cron_purge_runs"] >= 1, where(result)
+    passed(result)
 
 
 @pytest.mark.slow
