@@ -210,7 +210,7 @@ def test_unknown_topic_names_the_topic_and_the_sqlstate(db: str) -> None:
     done = brooq("enqueue", "nope", "{}", dsn=db)
     assert done.returncode == 1
     assert done.stderr == ('brooq: error: topic "nope" does not exist [42704 undefined_object]; '
-                           "hint: Declare it first with brooq.declare_topic(name => ...).\n")
+                           "hint: declare it with brooq declare-topic nope (brooq stats lists the topics)\n")
 
 
 def test_oversize_payload_is_program_limit_exceeded(db: str) -> None:
@@ -558,3 +558,41 @@ def test_brooq_alone_prints_the_commands() -> None:
     assert done.stderr.startswith("usage: brooq COMMAND [options]")
     for command in ("worker", "enqueue", "job", "jobs", "stats", "cancel", "deploy", "demo"):
         assert re.search(rf"^  {command} +\S", done.stderr, re.MULTILINE), command
+
+
+def test_deploy_without_sqitch_or_psql_says_how_to_get_them(empty_db: str, tmp_path: Path) -> None:
+    """A slim image has neither program: the error says which packages bring them."""
+    done = brooq("deploy", dsn=empty_db, env={"PATH": str(tmp_path)})
+    assert done.returncode == 1
+    assert done.stderr.startswith("brooq: error: cannot deploy: need the sqitch command and ")
+    assert "missing: sqitch, psql" in done.stderr
+    assert "apt-get install sqitch" in done.stderr and "apt-get install postgresql-client" in done.stderr
+    assert "apk add postgresql-client" in done.stderr and "docs/operations.md" in done.stderr
+    assert not has_brooq(empty_db)
+
+
+# --- hints in the command line's words -------------------------------------------------
+
+def test_an_unknown_topic_offers_the_closest_name_and_the_cli_command(db: str) -> None:
+    declare(db, "email")
+    done = brooq("enqueue", "emial", "{}", dsn=db)
+    assert done.returncode == 1
+    assert done.stderr == ('brooq: error: topic "emial" does not exist [42704 undefined_object]; hint: did you '
+                           "mean email? declare it with brooq declare-topic emial (brooq stats lists the topics)\n")
+    dropped = brooq("drop-topic", "emial", dsn=db)
+    assert dropped.returncode == 1
+    assert dropped.stderr.endswith("hint: did you mean email? brooq stats lists the topics\n"), dropped.stderr
+    far = brooq("enqueue", "invoices", "{}", dsn=db)  # no close name: no guess
+    assert far.stderr.endswith("hint: declare it with brooq declare-topic invoices (brooq stats lists the "
+                               "topics)\n"), far.stderr
+
+
+def test_drop_topic_with_jobs_says_the_options_not_sql(db: str) -> None:
+    declare(db, "retired")
+    brooq("enqueue", "retired", "{}", dsn=db)
+    done = brooq("drop-topic", "retired", dsn=db)
+    assert done.returncode == 1
+    assert 'topic "retired" still has 1 job [55006 object_in_use]; hint: brooq drop-topic retired --force' \
+        in done.stderr, done.stderr
+    assert "brooq flush retired" in done.stderr
+    assert "=>" not in done.stderr and "array[" not in done.stderr

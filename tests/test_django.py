@@ -191,6 +191,8 @@ def test_the_worker_command_names_an_unreachable_database_without_its_password(
     out, err = done.communicate(timeout=30)
     assert done.returncode == 1, err
     assert "brooq: error:" in err and "127.0.0.1" in err and "port 1" in err
+    assert err.count("check the DSN") == 1, err  # the hint once, naming where the DSN comes from
+    assert "check the DSN (settings.DATABASES['default']" in err and "BROOQ_DSN" not in err, err
     assert PASSWORD not in out + err
 
 
@@ -205,5 +207,31 @@ def test_the_deploy_command_deploys_brooq_into_djangos_database(server: Server,
         with psycopg.connect(server.dsn_for(name), autocommit=True) as conn:
             version = brooq.schema_version(conn)
         assert version and PASSWORD not in out + err
+    finally:
+        server.drop_db(name)
+
+
+def test_the_declare_command_declares_the_handlers_topics_before_any_worker(
+        server: Server, template_db: str, app_env: dict[str, str]) -> None:
+    """Right after migrate, no topic exists: a view's enqueue failed (UnknownTopic) until a
+    worker with brooq_admin started. `manage.py brooq_declare` declares them at deploy time."""
+    name = f"brooq_django_declare_{uuid.uuid4().hex[:8]}"
+    db = server.create_db(name, template=template_db)  # brooq deployed, no topic yet
+    try:
+        with psycopg.connect(db, autocommit=True) as conn, pytest.raises(brooq.UnknownTopic):
+            brooq.enqueue(conn, "email", {"order": 1})
+        env = {**app_env, "APP_DB_NAME": name}
+        done = manage(env, "brooq_declare")
+        out, err = done.communicate(timeout=60)
+        assert (done.returncode, out) == (0, "created topic email\n"), err
+        with psycopg.connect(db, autocommit=True) as conn:
+            row = conn.execute("select max_attempts from brooq.topics where name = 'email'").fetchone()
+            assert row == (5,)  # the handler's setting (shop/jobs.py)
+            assert brooq.enqueue(conn, "email", {"order": 1}).created
+        again = manage(env, "brooq_declare")
+        out, err = again.communicate(timeout=60)
+        assert (again.returncode, out) == (
+            0, "declared topic email (it existed: its settings set again)\n"), err
+        assert PASSWORD not in out + err
     finally:
         server.drop_db(name)

@@ -31,12 +31,21 @@ def test_a_worker_that_creates_a_topic_says_so_at_warning(db: str, caplog: pytes
         pass
     created = [r for r in caplog.records if "created topic" in r.getMessage()]
     assert [(r.levelno, r.getMessage()) for r in created] == [
-        (logging.WARNING, ("worker tidy: created topic emial, which did not exist (a typo? "
-                           "brooq drop-topic emial removes it)"))]
+        (logging.WARNING, ("worker tidy: created topic emial, which did not exist, and topic email does "
+                           "(a typo? brooq drop-topic emial removes it)"))]
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="brooq.worker"), running(worker(db, "email", "emial")):
         pass
     assert not [r for r in caplog.records if "created topic" in r.getMessage()], "declared already: no warning"
+
+
+def test_a_new_topic_with_no_close_name_is_info_not_a_typo(db: str, caplog: pytest.LogCaptureFixture) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        brooq.declare_topic(conn, "email")
+    with caplog.at_level(logging.INFO, logger="brooq.worker"), running(worker(db, "email", "keep")):
+        pass
+    created = [r for r in caplog.records if "created topic" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in created] == [(logging.INFO, "worker tidy: created topic keep")]
 
 
 @pytest.fixture
@@ -78,7 +87,7 @@ def test_drop_topic_from_the_command_line(conn: Conn, db: str) -> None:
     refused = brooq_cli("drop-topic", "emial", dsn=db)
     assert refused.returncode == 1
     assert 'topic "emial" still has 2 jobs' in refused.stderr and "[55006 object_in_use]" in refused.stderr
-    assert "force => true" in refused.stderr, refused.stderr
+    assert "hint: brooq drop-topic emial --force deletes" in refused.stderr, refused.stderr
     forced = brooq_cli("drop-topic", "emial", "--force", dsn=db)
     assert (forced.returncode, forced.stdout) == (0, "dropped topic emial and its 2 jobs\n"), forced.stderr
     brooq.declare_topic(conn, "typo")

@@ -161,6 +161,7 @@ def test_a_worker_pointed_at_the_wrong_place_stops_with_one_line_and_a_hint(
     hint = {"no schema": "brooq deploy", "no database": f'database "{name}" does not exist',
             "wrong port": "check the DSN", "no such role": 'role "nobody_here" does not exist'}[where]
     assert hint in errors[0] and "hint" in errors[0], errors[0]
+    assert errors[0].count("hint:") == 1, errors[0]  # said once
 
 
 def test_a_lost_server_is_said_once_and_reconnected_is_info(

@@ -15,11 +15,13 @@ SQL error texts (from PostgreSQL) stay English.
 from __future__ import annotations
 
 import ast
+import difflib
 import gettext
 import os
 import re
 import struct
 import sys
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -41,8 +43,11 @@ ENGLISH: dict[str, str] = {
     "worker.connected": "worker {worker}: package {version}, schema {schema}",
     "worker.topic_settings_kept": "worker {worker}: topic {topic}: using the settings in the "
                                   "database (declaring them needs brooq_admin)",
-    "worker.topic_created": "worker {worker}: created topic {topic}, which did not exist (a typo? "
-                            "brooq drop-topic {topic} removes it)",
+    "worker.topic_created": "worker {worker}: created topic {topic}",
+    "worker.topic_created_close": "worker {worker}: created topic {topic}, which did not exist, and "
+                                  "topic {close} does (a typo? brooq drop-topic {topic} removes it)",
+    "worker.topic_dropped": "worker {worker}: topic {topic} no longer exists (dropped while this worker "
+                            "served it): stopped serving it, still serving {topics}",
     "worker.topic_missing": "topic {topic} does not exist, and this worker may not declare it (declaring "
                             "needs brooq_admin): an admin declares it with brooq declare-topic {topic}",
     "worker.tick_failed": "worker {worker}: schedule {schedule}: its tick {tick} enqueued nothing: {error}",
@@ -78,6 +83,13 @@ ENGLISH: dict[str, str] = {
     "job.dead": "job {id} ({topic}) is dead after attempt {attempt}/{max_attempts}: {error}",
     # the CLI's top-level lines
     "cli.error": "brooq: error: {reason}",
+    "cli.hint.did_you_mean": "did you mean {name}?",
+    "cli.hint.declare_topic": "declare it with brooq declare-topic {topic} (brooq stats lists the topics)",
+    "cli.hint.list_topics": "brooq stats lists the topics",
+    "cli.hint.topic_in_use": "brooq drop-topic {topic} --force deletes its jobs and schedules with it; "
+                             "or empty it first: brooq flush {topic} for the jobs not yet run, brooq "
+                             "flush {topic} --completed for the finished ones, brooq unschedule NAME for "
+                             "its schedules (jobs waiting for their parents go with --force only)",
     "cli.invalid_config": "brooq: error: invalid worker configuration: {problems}",
     "cli.interrupted": "brooq: interrupted",
     "cli.job_not_found": "job {id} not found (never enqueued, or purged)",
@@ -235,6 +247,13 @@ ENGLISH: dict[str, str] = {
                           "on the database and the settings of settings.BROOQ (docs/django.md)",
     'help.django.deploy': "deploy brooq's schema into Django's database, as brooq deploy does",
     'help.django.database': "the database alias (default: settings.BROOQ['DATABASE'], else default)",
+    'help.django.declare': "declare the topics of the project's handlers with their settings, as a "
+                           "worker with brooq_admin does when it starts (run it after migrate)",
+    'django.topic_created': 'created topic {topic}',
+    'django.topic_declared': 'declared topic {topic} (it existed: its settings set again)',
+    'django.no_handlers': "no handlers to declare: decorate a function with "
+                          "@brooq.contrib.django.handler('topic') in a module of BROOQ['HANDLERS'], "
+                          "else in the jobs module of an installed app",
     'help.dashboard': 'a web page over the queue: topics, jobs in flight, dead jobs, actions',
     'help.dashboard.address': 'where to listen (default 127.0.0.1:9470; port 0: a free one)',
     'help.dashboard.public': 'allow an address that is not loopback',
@@ -266,7 +285,9 @@ ENGLISH: dict[str, str] = {
     'text.not_deployed_hint': 'is brooq deployed in this database? brooq deploy applies the schema',
     'deploy.invalid_dsn': 'invalid DSN: {reason}',
     'deploy.no_schema_files': 'cannot find the brooq schema files (sqitch.plan, sql/install.sql) in the package ({path}); reinstall brooq or set BROOQ_ROOT',
-    'deploy.cannot': 'cannot deploy: need the sqitch command and {plan}, or the psql command and {install} ({missing}); on Debian: apt-get install sqitch postgresql-client',
+    'deploy.cannot': 'cannot deploy: need the sqitch command and {plan}, or the psql command and {install} ({missing}); {how}',
+    'deploy.get_tools': 'neither command comes with Python, and a slim image (python:3-slim) has neither: install sqitch, which installs and upgrades (Debian, Ubuntu: apt-get install sqitch, which brings psql too), or psql alone, which installs a fresh database but cannot upgrade (Debian, Ubuntu: apt-get install postgresql-client; Alpine: apk add postgresql-client; Fedora, RHEL: dnf install postgresql); or run brooq deploy from a machine that has them (docs/operations.md, What a deploy needs)',
+    'deploy.get_files': 'reinstall brooq, whose package carries them, or set BROOQ_ROOT to a brooq checkout',
     'deploy.failed': '{method} failed (exit {code}): {output}{rights}',
     'deploy.need_create': 'CREATE on the database (grant create on database {database} to {role})',
     'deploy.need_createrole': 'CREATEROLE (alter role {role} createrole): a deploy creates the roles brooq_producer, brooq_worker and brooq_admin when missing and grants the first two to brooq_admin (or: admin option on brooq_producer and brooq_worker)',
@@ -475,6 +496,13 @@ LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")  # gettext's or
 # A language tag (ru, ru_RU, ru_RU.UTF-8, sr@latin, pt-BR): gettext joins it into a path
 # (<localedir>/<lang>/LC_MESSAGES), so "/", ".." and a leading "." never pass.
 _TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
+
+
+def closest(name: str, names: Iterable[str]) -> str | None:
+    """The one of ``names`` close enough to ``name`` to be what was meant (``email`` for
+    a typo'd ``emial``), else None: what a "did you mean" offers."""
+    found = difflib.get_close_matches(name, [n for n in names if n != name], n=1, cutoff=0.75)
+    return found[0] if found else None
 
 
 def is_language_tag(text: str) -> bool:

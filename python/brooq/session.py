@@ -39,7 +39,7 @@ from brooq.attempt import TopicHandler
 from brooq.config import WorkerConfig, format_duration
 from brooq.errors import WORKER, BrooqError, ConfigError, ConnectError, PermissionDenied, mapped
 from brooq.listener import RECONNECT_MAX, backoff
-from brooq.messages import _
+from brooq.messages import _, closest
 from brooq.payload import register_loaders
 from brooq.producer import declare_topic_settings
 from brooq.redact import one_line
@@ -50,10 +50,12 @@ log = logging.getLogger("brooq.worker")
 Conn = psycopg.Connection[Any]
 
 REMIND_EVERY = 60.0  # seconds between "still no database connection" warnings
-CONNECT_HINT = ("check the DSN (brooq.Worker(dsn), --dsn or BROOQ_DSN): host, port, database "
+DSN_FROM = "brooq.Worker(dsn), --dsn or BROOQ_DSN"  # where a worker's DSN comes from, by default
+CONNECT_HINT = ("check the DSN ({dsn_from}): host, port, database "
                 "name, user and password, and that the server is up; a worker that has never "
                 "connected waits start_timeout for a server that is unreachable or starting up, "
                 "and retries nothing else")
+TOPIC_NAMES = "select t.name from brooq.topics t"
 # What libpq and psycopg say (in English) when a connection could not be opened for a
 # reason that may pass by itself: no server listening yet, a server starting up or
 # shutting down (57P03), full (53300), or a standby where a primary was asked for
@@ -137,6 +139,7 @@ class Session:
         self._lost_at = 0.0  # when the connection was lost (monotonic), while it is
         self._next_reminder = 0.0
         self._waiting_since: float | None = None  # the first failed try, before the first connection
+        self.dsn_from = DSN_FROM  # where the DSN came from, as the hint of a failure to connect says
 
     def connect_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": 10,
@@ -209,18 +212,19 @@ class Session:
         reason = one_line(why or exc, 300) or type(exc).__name__
         if transient(exc) and waited < limit:
             return
+        hint = CONNECT_HINT.format(dsn_from=self.dsn_from)
         if transient(exc) and limit > 0:
             hint = (f"the database was still unreachable after start_timeout "
-                    f"{format_duration(self.config.start_timeout)}; {CONNECT_HINT}")
-        else:
-            hint = CONNECT_HINT
-        raise ConnectError(f"cannot connect to the database: {reason} (hint: {hint})", hint=hint) from None
+                    f"{format_duration(self.config.start_timeout)}; {hint}")
+        message = f"cannot connect to the database: {reason}"
+        raise ConnectError(f"{message} (hint: {hint})", hint=hint, reason=message) from None
 
     def _declare_topics(self, conn: Conn) -> None:
         schema = check_schema(conn, __version__)  # no schema, an older one, or no right to use it
         log.info(_("worker.connected", worker=self.name, version=__version__, schema=schema))
         existing = set(self._topics_max_execution(conn))
         kept = []
+        names: list[str] | None = None  # every topic's, read once a topic is created
         for h in self._handlers.values():
             try:
                 declare(conn, h)
@@ -229,8 +233,13 @@ class Session:
                 continue
             except BrooqError as exc:
                 raise ConfigError([f"handler {h.topic!r}: {exc}"]) from None
-            if h.topic not in existing:  # a new topic, or a typo's (emial): say so
-                log.warning(_("worker.topic_created", worker=self.name, topic=h.topic))
+            if h.topic not in existing:  # a new topic: a typo's (emial) when a close name exists
+                if names is None:
+                    names = [name for (name,) in conn.execute(TOPIC_NAMES).fetchall()]
+                if (close := closest(h.topic, names)) is not None:
+                    log.warning(_("worker.topic_created_close", worker=self.name, topic=h.topic, close=close))
+                else:
+                    log.info(_("worker.topic_created", worker=self.name, topic=h.topic))
         if missing := [topic for topic in kept if topic not in existing]:
             raise ConfigError([_("worker.topic_missing", topic=topic) for topic in missing])
         for topic in kept:  # not a warning: the settings are an admin's

@@ -29,6 +29,7 @@ import dataclasses
 import gc
 import inspect
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -59,7 +60,7 @@ from brooq.nometrics import NoMetrics
 from brooq.redact import shown_dsn
 from brooq.rows import Reaped, fields_row
 from brooq.runner import CHECK_EVERY, Runner
-from brooq.session import Session, declare, statement_timeout_ms
+from brooq.session import DSN_FROM, Session, declare, statement_timeout_ms
 from brooq.settings import HandlerSettings, takes_settings, topic_settings
 from brooq.settler import Settler, SettleThread
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
@@ -147,6 +148,7 @@ class Worker:
         # a turn with no answer for longer than a statement may take: a silent connection
         self._watchdog = Watchdog(self.name, self._statement_timeout_ms / 1000 + 1.0)
         self._settle_watchdog = Watchdog(self.name, self._watchdog.limit)  # the settling connection's
+        self.dsn_from = DSN_FROM  # where the DSN came from: the hint of a failure to connect names it
         self._new_run()
 
     def _new_run(self) -> None:
@@ -164,6 +166,7 @@ class Worker:
         self._listener = Listener(self.name, (), self._waker.wake)
         self._ticker = Ticker(self.name)  # the schedules the workers tick (brooq.ticker)
         self._job_rows = fields_row(Job)
+        self._dropped: list[str] = []  # topics dropped while this run served them: claimed from no more
         self._reaped_rows = fields_row(Reaped)
         self._more = True
         self._next_poll = 0.0
@@ -499,6 +502,7 @@ class Worker:
     # --- connection ---------------------------------------------------------------
 
     def _connect(self) -> None:
+        self._session.dsn_from = self.dsn_from
         try:
             self._session.connect()
         except BrooqError as exc:  # a DSN that never connected, the schema, a topic setting, a right
@@ -537,9 +541,28 @@ class Worker:
             # for more than is ready makes claim pass over every job of blocked ordered
             # groups (brooq.claim, "Cost"): 0.7 s a claim with 100,000 jobs in 1,000 groups.
             asked = min(asked, self._freed)
-        args = [self.name, list(self._handlers), asked, self.config.lease]
-        jobs = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, args).fetchall()
+        topics = [t for t in self._handlers if t not in self._dropped] if self._dropped else list(self._handlers)
+        args = [self.name, topics, asked, self.config.lease]
+        try:
+            jobs = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, args).fetchall()
+        except psycopg.errors.UndefinedObject as exc:
+            if not self._stop_serving(exc, topics):
+                raise  # the worker's last topic: fatal, as before
+            self._more = True  # claim from the others at once
+            return
         self._claimed(now, asked, jobs, noted and not self._more, capped)
+
+    def _stop_serving(self, exc: psycopg.Error, topics: list[str]) -> bool:
+        """A claim met a topic that no longer exists (dropped while the worker ran): stop
+        claiming from it, say so once at WARNING, and keep serving the others. False when
+        it is not one of ours, or the last: then the error stands (fatal)."""
+        found = re.match(r'cannot claim from topic "(.*)": it does not exist', exc.diag.message_primary or "")
+        if found is None or found.group(1) not in topics or len(topics) < 2:
+            return False
+        self._dropped.append(found.group(1))
+        log.warning(_("worker.topic_dropped", worker=self.name, topic=found.group(1),
+                      topics=", ".join(t for t in topics if t != found.group(1))))
+        return True
 
     def _claimed(self, now: float, asked: int, jobs: list[Job], notified: bool, capped: bool) -> None:
         self._gather_from = None

@@ -12,6 +12,7 @@ import importlib
 import json
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import Field, dataclass
@@ -26,7 +27,7 @@ from psycopg.rows import class_row, scalar_row
 from brooq import admin, config, producer, queries, settings
 from brooq._version import __version__
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
-from brooq.messages import _, _n
+from brooq.messages import _, _n, closest
 from brooq.producer import JobFate
 from brooq.redact import one_line, remember
 from brooq.rows import ChildJob, ParentJob, TopicStats
@@ -108,6 +109,36 @@ def schema_mismatch(args: argparse.Namespace, exc: BaseException) -> SchemaMisma
     except (psycopg.Error, BrooqError):
         return None
     return None
+
+
+# The commands whose NAME argument is a topic (the others name it TOPIC)
+NAMES_A_TOPIC = frozenset({"drop-topic", "alter-topic", "topic"})
+TOPIC_NAMES = "select t.name from brooq.topics t"
+
+
+def topic_hint(args: argparse.Namespace, exc: BaseException) -> str | None:
+    """The hint of a topic's error in the command line's words (its commands and
+    options, not the SQL function's arguments), offering the closest existing topic
+    when the one given does not exist; None: the error's own hint stands."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    topic = getattr(args, "name" if args.command in NAMES_A_TOPIC else "topic", None)
+    if not isinstance(topic, str) or sqlstate not in ("42704", "55006"):
+        return None
+    shown = shlex.quote(topic[:100])
+    if sqlstate == "55006":  # jobs or schedules remain
+        return _("cli.hint.topic_in_use", topic=shown) if args.command == "drop-topic" else None
+    close = closest(topic, topic_names(args))
+    hint = _("cli.hint.list_topics") if args.command == "drop-topic" else _("cli.hint.declare_topic", topic=shown)
+    return hint if close is None else f"{_('cli.hint.did_you_mean', name=shlex.quote(close))} {hint}"
+
+
+def topic_names(args: argparse.Namespace) -> list[str]:
+    """Every topic's name ([] when they cannot be read)."""
+    try:
+        with connect(args) as conn:
+            return [name for (name,) in conn.execute(TOPIC_NAMES).fetchall()]
+    except (Failure, UsageError, psycopg.Error):
+        return []
 
 
 # --- commands ---------------------------------------------------------------------
@@ -939,7 +970,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return 1
     except (psycopg.Error, BrooqError) as exc:
         explained = schema_mismatch(args, exc)
-        sys.stderr.write(_("cli.error", reason=describe(explained or exc)) + "\n")
+        reason = describe(explained or exc, hint=None if explained else topic_hint(args, exc))
+        sys.stderr.write(_("cli.error", reason=reason) + "\n")
         return 1
     except KeyboardInterrupt:
         sys.stderr.write(_("cli.interrupted") + "\n")

@@ -101,8 +101,10 @@ def deploy(dsn: str, *, root: Path | None = None, method: str = "auto") -> Deplo
             return _already_installed(found, root)
         cmd = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(root / "sql" / "install.sql")]
     else:
+        tools = shutil.which(method) is not None  # else the files are missing (the method's own)
         raise DeployError(_("deploy.cannot", plan=root / "sqitch.plan",
-                            install=root / "sql" / "install.sql", missing=_missing(root)))
+                            install=root / "sql" / "install.sql", missing=_missing(root),
+                            how=_("deploy.get_files" if tools else "deploy.get_tools")))
     done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0:

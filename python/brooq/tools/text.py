@@ -74,19 +74,21 @@ def condition_name(sqlstate: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
-def describe(exc: BaseException) -> str:
-    """One line for the user: the message, [SQLSTATE condition], and the hint if any."""
+def describe(exc: BaseException, hint: str | None = None) -> str:
+    """One line for the user: the message, [SQLSTATE condition], and the hint if any
+    (``hint``: in place of the error's own)."""
     cause: BaseException | None = exc
     while cause is not None and not isinstance(cause, psycopg.Error):
         cause = cause.__cause__ or cause.__context__
     if isinstance(exc, BrooqError) and isinstance(cause, psycopg.Error):  # brooq's reading of it
-        message, sqlstate, hint = exc.reason, cause.sqlstate, exc.hint
+        message, sqlstate, own_hint = exc.reason, cause.sqlstate, exc.hint
     elif isinstance(cause, psycopg.Error):
         message = cause.diag.message_primary or str(cause) or type(cause).__name__
-        sqlstate, hint = cause.sqlstate, cause.diag.message_hint
+        sqlstate, own_hint = cause.sqlstate, cause.diag.message_hint
     else:  # a brooq error raised by Python itself, or any other exception
         message = str(exc) or type(exc).__name__
-        sqlstate, hint = getattr(exc, "sqlstate", None), None
+        sqlstate, own_hint = getattr(exc, "sqlstate", None), None
+    hint = hint or own_hint
     text = one_line(message)
     if sqlstate in ("3F000", "42P01", "42883") and "brooq" in text and not hint:
         hint = _("text.not_deployed_hint")

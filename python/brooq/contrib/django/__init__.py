@@ -11,8 +11,9 @@ Handlers are functions decorated with :func:`handler` in the ``jobs`` module of 
 installed app (or the modules named in ``BROOQ["HANDLERS"]``); ``manage.py
 brooq_worker`` runs them with the worker of ``brooq worker``, its connection made from
 DATABASES, its settings from the ``BROOQ`` dict of the settings module.
-``manage.py brooq_deploy`` deploys the schema as ``brooq deploy`` does. See
-docs/django.md.
+``manage.py brooq_deploy`` deploys the schema as ``brooq deploy`` does;
+``manage.py brooq_declare`` declares the handlers' topics (:func:`declare_topics`), so
+that a view can enqueue before any worker ran. See docs/django.md.
 """
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ from brooq import calls, config, faces
 from brooq.errors import ConfigError
 from brooq.payload import PayloadLoader
 from brooq.redact import remember
-from brooq.settings import HandlerSettings
+from brooq.settings import HandlerSettings, topic_settings
 
 if TYPE_CHECKING:
     from brooq.tools.deploy import Deployed
 
 __all__ = ["Settings", "Using", "alter_topic", "brooq_settings", "cancel", "children", "connection",
-           "declare_topic", "deploy_schema", "drop_topic", "dsn", "enqueue", "enqueue_many",
+           "declare_topic", "declare_topics", "deploy_schema", "drop_topic", "dsn", "enqueue", "enqueue_many",
            "flush", "get_job", "handler", "list_jobs", "parents", "pause_topic", "resume_topic",
            "retry", "retry_dead", "schedule", "topic_stats", "unschedule", "worker"]
 
@@ -302,6 +303,7 @@ def worker() -> brooq.Worker:
         django.setup()
     s = brooq_settings()
     made = brooq.Worker(dsn(s.database), **s.worker)
+    made.dsn_from = f"settings.DATABASES[{s.database!r}]; settings.BROOQ['DATABASE'] picks the alias"
     _import_handlers(s.handlers)
     if not _handlers:
         where = (", ".join(s.handlers) if s.handlers
@@ -324,3 +326,28 @@ def deploy_schema(apps: Any = None, schema_editor: Any = None, *, using: str | N
 
     alias = schema_editor.connection.alias if schema_editor is not None else using
     return deploy(dsn(alias), method=method)
+
+
+def declare_topics(apps: Any = None, schema_editor: Any = None, *,
+                   using: str | None = None) -> list[tuple[str, bool]]:
+    """Declare the topic of every handler of :func:`handler` (the modules of
+    BROOQ['HANDLERS'], else the ``jobs`` module of each installed app) with its settings,
+    as a worker with brooq_admin does when it starts: what ``manage.py brooq_declare``
+    runs, at deploy time, so that producers can enqueue before the first worker runs.
+    Returns each topic with whether it was created (False: it existed, its settings set
+    again). Its first two parameters make it a migration's operation, after
+    :func:`deploy_schema`: ``migrations.RunPython(declare_topics,
+    migrations.RunPython.noop)``. Needs brooq_admin (brooq.PermissionDenied)."""
+    s = brooq_settings()
+    _import_handlers(s.handlers)
+    alias = schema_editor.connection.alias if schema_editor is not None else using
+    topics = sorted(_handlers)
+    conn = connection(alias)
+    existing = {name for (name,) in conn.execute(_EXISTING_TOPICS, [topics]).fetchall()}
+    for topic in topics:
+        _declare_topic_settings(topic, topic_settings(HandlerSettings(**_handlers[topic][1])), using=alias)
+    return [(topic, topic not in existing) for topic in topics]
+
+
+_EXISTING_TOPICS = "select t.name from brooq.topics t where t.name = any(%s)"
+_declare_topic_settings = on_django(calls.declare_topic_settings)
