@@ -37,6 +37,8 @@ create or replace function brooq._release(parents bigint[], states text[])
 returns integer
 language plpgsql
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off  -- probe job_pkey and the edges' indexes whoever calls (cancel, reap, retry, flush)
+set jit = off  -- enable_seqscan = off can price a plan above jit_above_cost
 as $$
 declare
     v_now timestamptz := brooq._now();
@@ -157,6 +159,8 @@ create or replace function brooq._release_missed(max_children integer)
 returns integer
 language plpgsql
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off  -- probe job_pkey and the edges' indexes whoever calls (cancel, reap, retry, flush)
+set jit = off  -- enable_seqscan = off can price a plan above jit_above_cost
 as $$
 declare
     v_children bigint[];
@@ -223,6 +227,8 @@ create or replace function brooq._rearm(parents bigint[], rearm_children boolean
 returns integer
 language plpgsql
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off  -- probe job_pkey and the edges' indexes whoever calls (cancel, reap, retry, flush)
+set jit = off  -- enable_seqscan = off can price a plan above jit_above_cost
 as $$
 declare
     v_now timestamptz := brooq._now();

@@ -68,19 +68,24 @@ select set_eq($$ select name from routine where 'plan_cache_mode=force_generic_p
     'the worker''s hot path (claim, heartbeat, settle_many) runs on generic plans');
 -- ... made once, maybe on a table whose statistics say it is empty: they must still
 -- probe indexes as it grows (tests/test_sql_plans.py)
+-- (and the workflows' private releases, whichever function calls them: cancel, reap,
+-- retry and flush set nothing of their own, and a chain's edges are made on a table
+-- whose statistics may say it is empty)
 select set_eq($$ select name from routine where 'enable_seqscan=off' = any(proconfig) $$,
     array['brooq.claim(text,text[],integer,interval)',
           'brooq.heartbeat(text,bigint[],interval,bigint[],jsonb[])',
-          'brooq.settle_many(text,bigint[],bigint[],text[],text[],interval[],jsonb[])'],
-    'the generic plans of the hot path never scan brooq.job whole');
+          'brooq.settle_many(text,bigint[],bigint[],text[],text[],interval[],jsonb[])',
+          'brooq._release(bigint[],text[])', 'brooq._release_missed(integer)', 'brooq._rearm(bigint[],boolean)'],
+    'the generic plans of the hot path and of the workflows'' releases never scan brooq.job whole');
 -- ... and never compiled: the generic plan of a claim from several topics was estimated
 -- above jit_above_cost on a large table, and JIT compiled it at every call (44-82 ms);
 -- enable_seqscan = off prices any seq scan left above it
 select set_eq($$ select name from routine where 'jit=off' = any(proconfig) $$,
     array['brooq.claim(text,text[],integer,interval)',
           'brooq.heartbeat(text,bigint[],interval,bigint[],jsonb[])',
-          'brooq.settle_many(text,bigint[],bigint[],text[],text[],interval[],jsonb[])'],
-    'the hot path never compiles its plans with JIT');
+          'brooq.settle_many(text,bigint[],bigint[],text[],text[],interval[],jsonb[])',
+          'brooq._release(bigint[],text[])', 'brooq._release_missed(integer)', 'brooq._rearm(bigint[],boolean)'],
+    'the hot path and the workflows'' releases never compile their plans with JIT');
 select set_eq($$ select name from routine where not coalesce(proconfig @> array['search_path=pg_catalog, pg_temp'], false) $$,
     array['brooq._now()', 'brooq._backoff(interval,interval,integer)',
           'brooq._available_at(timestamp with time zone,timestamp with time zone,interval)',
