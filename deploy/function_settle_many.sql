@@ -96,6 +96,7 @@ declare
     v_bad record;
     v_dropped integer := 0;
     v_edges boolean;
+    v_gone bigint[];       -- the jobs deleted as done (retain_done => false)
     v_rows brooq.settled[];
     v_parents bigint[];    -- jobs made terminal that have children (workflows)
     v_ends text[];
@@ -169,12 +170,14 @@ begin
     -- its fate). Their results are not stored, so not checked against
     -- max_payload_bytes. The update below, a statement of its own, no longer sees
     -- them, and is skipped when nothing is left (a drain of such a topic).
+    -- Workflows: an edge in the table (none, without workflows: one probe per call)
+    v_edges := exists (select from brooq.job_edge);
     if exists (select from brooq.topic t where not t.retain_done) then
         -- SKIP LOCKED: a row another transaction holds (a producer enqueueing a
         -- child of it holds FOR KEY SHARE) is not waited for; it is kept, settled
         -- by the update below. The rows locked are deleted by ctid (a TID scan, no
         -- second probe of job_pkey).
-        return query
+        with gone as (
         delete from brooq.job j
          where j.ctid = any (array(
                 select d.ctid
@@ -189,17 +192,32 @@ begin
                    and t.name = d.topic
                    and u.outcome = 'done' and not t.retain_done
                    -- a parent is kept for its children's handlers (purge deletes it later)
-                   and not exists (select from brooq.job_edge e where e.parent = d.id)
+                   and not (v_edges and exists (select from brooq.job_edge e where e.parent = d.id))
                    and not exists (select from brooq.job_watch w where w.job_id = d.id)
                    for update of d skip locked))
-        returning j.id, 'done'::brooq.job_state;
-        get diagnostics v_dropped = row_count;
+        returning j.id
+        )
+        select array_agg(g.id) into v_gone from gone g;
+        v_dropped := coalesce(cardinality(v_gone), 0);
+        return query select g.id, 'done'::brooq.job_state from unnest(v_gone) as g(id);
+        -- A child whose enqueue committed after this statement's snapshot and before
+        -- its lock (the producer's key-share lock gone, so the row was not skipped)
+        -- named a parent deleted here; its enqueue noted it in brooq.job_edge_check.
+        -- A later statement sees its edge: that parent ended done.
+        if v_dropped > 0 and exists (select from brooq.job_edge_check) then
+            select array_agg(distinct e.parent) into v_parents
+              from brooq.job_edge e
+             where e.parent = any(v_gone) and not e.settled;
+            if v_parents is not null then
+                perform brooq._release(v_parents, array_fill('done'::text, array[cardinality(v_parents)]));
+            end if;
+            v_parents := null;
+        end if;
     end if;
     if v_dropped < v_n then
         -- The rows are collected, so that the jobs made terminal that have children
         -- (an edge names them) are known: with no edge in the table (no workflow),
-        -- one probe per call, none per job.
-        v_edges := exists (select from brooq.job_edge);
+        -- none per job.
         with settled as (
         update brooq.job j
            set state = case
