@@ -248,7 +248,7 @@ select lives_ok($$ drop extension pg_cron $$, 'drop pg_cron (inside the rolled-b
 
 \else
 
-select skip('pg_cron is not installed in this database', 14);
+select skip('pg_cron is not installed in this database', 13);
 
 \endif
 
