@@ -173,7 +173,8 @@ def test_alter_topic_refuses_as_declare_topic_and_needs_a_setting(db: str) -> No
     assert "name at least one setting" in nothing.stderr
     ghost = cli("alter-topic", "ghost", "--rate", "5", dsn=db)
     assert (ghost.returncode, ghost.stderr) == (1, 'brooq: error: topic "ghost" does not exist [42704 undefined_object];'
-                                                   " hint: Declare it first with brooq.declare_topic(name => ...).\n")
+                                                   " hint: declare it with brooq declare-topic ghost (brooq stats lists"
+                                                   " the topics)\n")
     cli("declare-topic", "mail", dsn=db)
     bad = cli("alter-topic", "mail", "--max-attempts", "0", dsn=db)
     assert bad.returncode == 1
