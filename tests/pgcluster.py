@@ -137,8 +137,9 @@ class Container:
                 self.extensions = {name: name in available
                                    for name in ("pg_cron", "pgtap", "plpgsql_check", "plproxy")}
                 if self.extensions["pg_cron"]:
+                    # pg_cron's database is 'postgres' by default; PostgreSQL 15 refuses
+                    # ALTER SYSTEM of cron.* before the library is loaded
                     conn.execute("alter system set shared_preload_libraries = 'pg_cron'")
-                    conn.execute("alter system set cron.database_name = 'postgres'")
             if self.extensions["pg_cron"]:
                 self.restart()
             with psycopg.connect(self.dsn, autocommit=True) as conn:
