@@ -11,8 +11,7 @@ retried until stored, so a PostgreSQL restart delays it but never loses it), wai
 then returns {"exec": id} (done) or raises "planned failure exec=id" (fail_once on
 its first attempt, always_fail always), so that the outcome names its execution.
 A workflow's child also records its parents as the claim handed them (Job.parents):
-each one's state and the execution its result names ([state] alone when the claim
-hands no results).
+each one's state, as [state] (a claim hands no results).
 "exit" is the poison pill: after its audited start the handler kills its own process
 (os._exit), every time, until brooq.reap makes the job dead (max_lease_losses).
 
@@ -161,45 +160,11 @@ def build(dsn: str | None, name: str | None, lease: timedelta, concurrency: int,
 
 
 def seen_parents(job: brooq.Job) -> dict[str, list[Any]] | None:
-    """A workflow's child: each parent's state and the execution its result names, as
-    the claim handed them to the handler (Job.parents); None for a job without parents."""
+    """A workflow's child: each parent's state, as the claim handed it to the handler
+    (Job.parents); None for a job without parents."""
     if not job.parents:
         return None
-    if isinstance(job.parents, brooq.Undecodable):
-        return {"undecodable": [str(job.parents), None]}
-    return {str(p.id): _seen(p.state, getattr(p, "result", _NO_RESULT)) for p in job.parents}
-
-
-_NO_RESULT = object()  # a claim that hands its parents' states, not their results
-
-
-def _seen(state: str, result: Any) -> list[Any]:
-    """A parent as the handler saw it: [state, the execution its result names], or
-    [state] alone when the claim handed no result."""
-    if result is _NO_RESULT:
-        return [state]
-    return [state, result.get("exec") if isinstance(result, dict) else None]
-
-
-def witness_settles(audit: FileAudit) -> None:
-    """Record each outcome the database answered for (Settler.settled runs on the loop's
-    thread once the settling transaction committed; a NULL state: the lease was lost and
-    nothing was written). Test instrumentation: brooq has no per-job settle hook."""
-    original = Settler.settled
-
-    def settled(self: Settler, batch: list[Pending], states: dict[int, str | None]) -> None:
-        for p in batch:
-            if p.attempt.job.id in states:
-                audit.settled(p.attempt.job.id, p.attempt.job.lease_token, states[p.attempt.job.id])
-        original(self, batch, states)
-
-    Settler.settled = settled  # type: ignore[method-assign]
-
-
-def failover_worker() -> brooq.Worker:
-    """For `brooq worker app:failover_worker --dsn ... --name ...`: the audited worker with
-    its audit in $CHAOS_AUDIT_DIR; the command line's settings win over these."""
-    return build(None, None, timedelta(seconds=2), 4, Path(os.environ["CHAOS_AUDIT_DIR"]))
+    return {str(p.id): [p.state] for p in job.parents}
 
 
 Outcome = tuple[str, str | None, dict[str, str] | None]  # (outcome, error, result)
@@ -208,7 +173,7 @@ Outcome = tuple[str, str | None, dict[str, str] | None]  # (outcome, error, resu
 def _storm_job(audit: Audit, hold: float, outcomes: dict[int, Outcome],
                job_id: int, token: int, attempt: int, payload: Any, parents: Any) -> None:
     seen = None if not parents else {  # the claim's JSON array, as Job.parents reads it
-        str(p["id"]): _seen(p["state"], p.get("result", _NO_RESULT)) for p in parents}
+        str(p["id"]): [p["state"]] for p in parents}
     try:
         outcomes[job_id] = ("done", None, execute(audit, job_id, token, attempt, payload, None, hold, seen))
     except RuntimeError as exc:
