@@ -1,4 +1,4 @@
-"""The Python package is typed (mypy --strict) and linted (ruff)."""
+"""The Python package is typed (mypy --strict) and linted (ruff); the tests are pyflakes-clean."""
 
 from __future__ import annotations
 
@@ -21,4 +21,11 @@ def test_mypy_strict() -> None:
 
 def test_ruff() -> None:
     done = run("ruff", "check", "python/brooq")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_tests_and_their_apps_name_nothing_undefined() -> None:
+    """Pyflakes over tests/: a name a chaos app or a test lost (an undefined function, an
+    unused import) fails here, not as a worker that cannot start minutes into a run."""
+    done = run("ruff", "check", "--select", "F", "tests")
     assert done.returncode == 0, done.stdout + done.stderr

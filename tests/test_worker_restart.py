@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import urllib.request
-from datetime import timedelta
 from typing import Any
 
 import brooq

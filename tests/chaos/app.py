@@ -167,6 +167,27 @@ def seen_parents(job: brooq.Job) -> dict[str, list[Any]] | None:
     return {str(p.id): [p.state] for p in job.parents}
 
 
+def witness_settles(audit: FileAudit) -> None:
+    """Record each outcome the database answered for (Settler.settled runs on the loop's
+    thread once the settling transaction committed; a NULL state: the lease was lost and
+    nothing was written). Test instrumentation: brooq has no per-job settle hook."""
+    original = Settler.settled
+
+    def settled(self: Settler, batch: list[Pending], states: dict[int, str | None]) -> None:
+        for p in batch:
+            if p.attempt.job.id in states:
+                audit.settled(p.attempt.job.id, p.attempt.job.lease_token, states[p.attempt.job.id])
+        original(self, batch, states)
+
+    Settler.settled = settled  # type: ignore[method-assign]
+
+
+def failover_worker() -> brooq.Worker:
+    """For `brooq worker app:failover_worker --dsn ... --name ...`: the audited worker with
+    its audit in $CHAOS_AUDIT_DIR; the command line's settings win over these."""
+    return build(None, None, timedelta(seconds=2), 4, Path(os.environ["CHAOS_AUDIT_DIR"]))
+
+
 Outcome = tuple[str, str | None, dict[str, str] | None]  # (outcome, error, result)
 
 
