@@ -128,9 +128,9 @@ def test_the_guide_lists_every_setting_as_workerconfig_declares_it() -> None:
     assert list(table) == [f.name for f in config.SETTINGS]
     for f in config.SETTINGS:
         argument, variable, option, default, meaning = table[f.name]
-        assert variable == f"`{config.variables(f)[0]}`"
-        assert option == f"`--{f.name.replace('_', '-')}`"
-        assert (default, meaning) == (config.shown_default(f), f.metadata["doc"])
+        assert variable == f"`{f.variable}`"
+        assert option == f"`{f.option}`"
+        assert (default, meaning) == (f.shown_default, f.doc)
 
 
 def test_a_worker_loads_no_openssl_for_its_name() -> None:

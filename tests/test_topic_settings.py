@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import fields
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ def arguments(conn: Conn, function: str) -> list[tuple[str, str, Any]]:
 
 
 def expected() -> list[tuple[str, str, Any]]:
-    return [(f.name, settings.sql_type(f), f.default) for f in fields(brooq.TopicSettings)]
+    return [(s.name, settings.sql_type(s), s.default) for s in settings.SETTINGS]
 
 
 def test_topic_settings_are_declare_topics_arguments(conn: Conn) -> None:
@@ -68,11 +67,11 @@ def test_the_comparison_fails_when_sql_gains_a_setting(conn: Conn) -> None:
 
 @pytest.mark.parametrize("f", settings.SETTINGS, ids=settings.NAMES)
 def test_each_bound_is_the_databases(conn: Conn, f: Any) -> None:
-    """The range of TopicSettings' metadata is the one declare_topic accepts."""
-    low, high = f.metadata["low"], f.metadata["high"]
+    """The range each setting of TopicSettings declares is the one declare_topic accepts."""
+    low, high = f.low, f.high
     if low is None and high is None:
         pytest.skip("no range of its own")
-    step = 1 if settings.kind(f) is int else timedelta(microseconds=1)
+    step = 1 if f.kind is int else timedelta(microseconds=1)
     company: dict[str, Any] = {"rate": 1} if f.name == "per" else {}
     for value in (low, high):
         if value is not None:
@@ -90,7 +89,7 @@ def test_every_setting_is_an_option_of_declare_topic_and_alter_topic() -> None:
         options = {o: a.dest for a in commands[command]._actions for o in a.option_strings}
         for f in settings.SETTINGS:
             assert options[f"--{f.name.replace('_', '-')}"] == f.name, (command, f.name)
-            if settings.kind(f) is bool:
+            if f.kind is bool:
                 assert options[f"--no-{f.name.replace('_', '-')}"] == f.name, (command, f.name)
     declared = {a.dest for a in commands["declare-topic"]._actions} - {"help", "dsn", "name"}
     assert declared == set(settings.NAMES)

@@ -13,19 +13,18 @@ one line in each face module.
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.rows import class_row, scalar_row
 
 from brooq import queries, settings
+from brooq.declared import takes_settings
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, UndecodableJob
-from brooq.faces import Read, Statement, Traced, signature
+from brooq.faces import Read, Statement, Traced
 from brooq.payload import Undecodable, jsonb
 from brooq.rows import ChildJob, ParentJob, TopicStats
 from brooq.settings import Topic, TopicSettings, parameters, topic_row
@@ -285,41 +284,12 @@ class TopicChanges(TopicSettings):
     clear: Sequence[str] = ()
 
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def settings_keywords(
-        cls: Callable[P, TopicSettings], *, named: bool = False,
-) -> Callable[[Callable[[str, Any], R]], Callable[Concatenate[str, P], R]]:
-    """Give a declaration ``fn(name, settings)`` the keyword arguments of ``cls`` (the
-    fields of TopicSettings or a subclass, each with its type and default): ``fn(name,
-    max_attempts=3)`` calls it with ``cls(max_attempts=3)``, or, ``named``, with only
-    the arguments named, as a dict (checked by ``cls`` first), each setting shown with
-    the default None (left as it is)."""
-
-    def decorate(fn: Callable[[str, Any], R]) -> Callable[Concatenate[str, P], R]:
-        @functools.wraps(fn)
-        def with_keywords(name: str, /, *args: P.args, **kwargs: P.kwargs) -> R:
-            made = cls(*args, **kwargs)  # a TypeError for a name that is no setting, or a positional
-            return fn(name, dict(kwargs) if named else made)
-
-        keywords = [p.replace(default=None) if named and p.name in settings.NAMES else p
-                    for p in inspect.signature(cls).parameters.values()]
-        own = signature(fn)
-        setattr(with_keywords, "__signature__", own.replace(  # noqa: B010
-            parameters=[*list(own.parameters.values())[:1], *keywords]))
-        return with_keywords
-
-    return decorate
-
-
 def declare_topic_settings(name: str, settings: TopicSettings) -> Statement[Topic]:
     """declare_topic with the settings as one TopicSettings (a worker's registered ones)."""
     return Statement(queries.DECLARE_TOPIC, {"name": name, **parameters(settings)}, ADMIN, TOPIC)
 
 
-@settings_keywords(TopicSettings)
+@takes_settings(TopicSettings)
 def declare_topic(name: str, settings: TopicSettings) -> Statement[Topic]:
     """Create a topic or set all of its settings (idempotent; needs brooq_admin); returns
     the topic as stored. A declaration is the whole truth: a setting not given takes its
@@ -358,7 +328,7 @@ def alter_topic_params(name: str, changes: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, **{n: changes.get(n) for n in settings.NAMES}, "clear": list(clear)}
 
 
-@settings_keywords(TopicChanges, named=True)
+@takes_settings(TopicChanges, named=True)
 def alter_topic(name: str, changes: dict[str, Any]) -> Statement[Topic]:
     """Change only the settings named, of a declared topic; every other setting, and
     whether it is paused, stays (brooq.alter_topic; needs brooq_admin). Returns the

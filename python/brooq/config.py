@@ -1,13 +1,15 @@
 """Worker configuration: code, the command line, or BROOQ_* environment variables,
 validated at once.
 
-Each setting is declared once, as a field of WorkerConfig: its type, default and
-meaning. Its environment variable (BROOQ_<NAME>, see ``variables``) and its option
-of `brooq worker` (--<name>, see brooq.tools.cli) are derived from that field.
-Precedence: the command line, then a value given in code, then the environment,
-then the default. Durations need a unit ("500ms", "30s", "2m", "1h", "1d", or sums
-like "1m30s"): a bare number is an error, because "30" could mean seconds or
-milliseconds. Validation lists every problem in one :class:`ConfigError`.
+Each setting is declared once, as a field of WorkerConfig made by
+brooq.declared.setting, as a topic's settings are: its type, default, meaning and
+bounds. Its environment variable (BROOQ_<NAME>, ``Setting.environment``), its option
+of `brooq worker` (--<name>, see brooq.tools.cli), how either is parsed
+(``Setting.parse``), the docs' table and the refusal of a value out of bounds are
+derived from that field. Precedence: the command line, then a value given in code,
+then the environment, then the default. Durations need a unit ("500ms", "30s", "2m",
+"1h", "1d", or sums like "1m30s"): a bare number is an error, because "30" could mean
+seconds or milliseconds. Validation lists every problem in one :class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -16,48 +18,21 @@ import contextlib
 import contextvars
 import ipaddress
 import os
-import re
 import socket
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import Field, dataclass, field, fields, replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 
 from brooq import nometrics
+from brooq.declared import Setting, format_duration, parse_duration, setting, settings_of
 from brooq.errors import ConfigError
 from brooq.redact import one_line, remember
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-
-
-def parse_duration(text: str) -> timedelta:
-    """'500ms', '30s', '2m', '1h', '1d', '1m30s' -> timedelta; ValueError otherwise."""
-    s = text.strip().lower().replace(" ", "")
-    if not s:
-        raise ValueError("empty duration")
-    pos, total = 0, 0.0
-    while pos < len(s):
-        m = _PART.match(s, pos)
-        if m is None:
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or pos == 0:
-        if re.fullmatch(r"\d+(\.\d+)?", s):
-            raise ValueError(f"duration {text!r} needs a unit, e.g. {s}s or {s}ms")
-        raise ValueError(f"invalid duration {text!r}: use a number and a unit (ms, s, m, h, d), e.g. 30s")
-    return timedelta(seconds=total)
-
-
-def format_duration(value: timedelta) -> str:
-    """A duration as the shortest text parse_duration reads back ('30s', '500ms')."""
-    seconds = value.total_seconds()
-    if seconds and seconds < 1:
-        return f"{seconds * 1000:g}ms"
-    return f"{seconds:g}s"
+__all__ = ["NAMES", "SETTINGS", "WorkerConfig", "command_line", "default_worker_name",
+           "format_duration", "is_loopback", "parse_address", "parse_duration"]
 
 
 def default_worker_name() -> str:
@@ -66,48 +41,82 @@ def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
 
 
-def setting(default: Any, doc: str, *, shown: str | None = None,
-            variables: tuple[str, ...] | None = None) -> Any:
-    """A field of WorkerConfig: its default, what it means (the option's help and the
-    docs), the default as shown when it is derived (``shown``), and its environment
-    variables when they are not BROOQ_<NAME>."""
-    return field(default=default, metadata={"doc": doc, "shown": shown, "variables": variables})
+def _dsn(value: str) -> str | None:
+    if not value:
+        return "missing; pass dsn= or set BROOQ_DSN"
+    return _listen_dsn(value)
+
+
+def _listen_dsn(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        psycopg.conninfo.conninfo_to_dict(value)
+    except psycopg.ProgrammingError as exc:
+        return f"not a valid connection string: {one_line(exc)}"
+    return None
+
+
+def _metrics_address(value: str) -> str | None:
+    try:
+        parse_address(value)
+    except ValueError as exc:
+        return str(exc)
+    if not nometrics.available():
+        return f"set, but prometheus-client is not installed; {nometrics.hint()}; or unset metrics_address"
+    return None
+
+
+def _name(value: str) -> str | None:
+    return None if 1 <= len(value) <= 200 else f"{len(value)} characters; use 1 to 200"
 
 
 @dataclass(frozen=True)
 class WorkerConfig:
     """The settings of a brooq.Worker: the one place where a setting is declared."""
 
-    dsn: str = setting("", "the database: a libpq connection string or URI", shown="(required)")
-    concurrency: int = setting(10, "handlers running at once")
+    dsn: str = setting("", "the database: a libpq connection string or URI", shown="(required)",
+                       check=_dsn)
+    concurrency: int = setting(10, "handlers running at once", low=1, high=10000)
     prefetch: int | None = setting(
         None, "jobs claimed ahead, waiting leased for a free handler thread (0: none)",
-        shown="concurrency")
-    lease: timedelta = setting(timedelta(seconds=30), "lease length; heartbeats every lease/3")
-    poll_interval: timedelta = setting(timedelta(seconds=1), "claim period without NOTIFY")
-    reap_interval: timedelta | None = setting(None, "period of brooq.reap calls", shown="lease / 2")
+        shown="concurrency", low=0, high=10000)
+    lease: timedelta = setting(
+        timedelta(seconds=30), "lease length; heartbeats every lease/3",
+        low=timedelta(seconds=1), high=timedelta(days=1),
+        below="is too short to keep with heartbeats every lease/3 (one database round trip each); "
+              "use at least 1s", above="is longer than a day")
+    poll_interval: timedelta = setting(
+        timedelta(seconds=1), "claim period without NOTIFY",
+        low=timedelta(milliseconds=10), high=timedelta(hours=1),
+        below="is not between 10ms and 1h", above="is not between 10ms and 1h")
+    reap_interval: timedelta | None = setting(None, "period of brooq.reap calls", shown="lease / 2",
+                                              low=timedelta(milliseconds=100))
     shutdown_grace: timedelta = setting(timedelta(seconds=30),
-                                        "time to finish in-flight jobs on stop")
+                                        "time to finish in-flight jobs on stop", low=timedelta(0))
     start_timeout: timedelta = setting(timedelta(minutes=5),
                                        "how long a worker that has never connected waits for a database "
-                                       "that is unreachable or starting up (0: stop at once)")
+                                       "that is unreachable or starting up (0: stop at once)",
+                                       low=timedelta(0))
     hung_grace: timedelta = setting(timedelta(seconds=10),
-                                    "how long a handler told to stop may run before it is reported hung")
+                                    "how long a handler told to stop may run before it is reported hung",
+                                    low=timedelta(microseconds=1), below="must be positive")
     stats_interval: timedelta = setting(timedelta(seconds=15),
-                                        "period of the brooq.topic_stats gauges (with a metrics server)")
+                                        "period of the brooq.topic_stats gauges (with a metrics server)",
+                                        low=timedelta(milliseconds=100))
     metrics_address: str | None = setting(None, "serve /metrics and /healthz on HOST:PORT",
-                                          shown="none (no HTTP server)")
+                                          shown="none (no HTTP server)", check=_metrics_address)
     metrics_public: bool = setting(False, "allow a metrics_address that is not loopback "
                                           "(the endpoints have no authentication)")
     name: str | None = setting(None, "the worker's name (locked_by)", shown="hostname:pid:random",
-                               variables=("BROOQ_WORKER_NAME", "BROOQ_NAME"))
+                               variables=("BROOQ_WORKER_NAME", "BROOQ_NAME"), check=_name)
     transaction_pooler: bool = setting(
         False, "the dsn goes through a pooler in transaction mode (PgBouncer): no session state "
                "and no prepared statements on it, and LISTEN needs listen_dsn or listen=false")
     listen: bool = setting(True, "LISTEN for enqueues of our topics (false: poll every "
                                  "poll_interval only)")
     listen_dsn: str | None = setting(None, "the database for LISTEN: a direct connection, not "
-                                           "through a transaction pooler", shown="dsn")
+                                           "through a transaction pooler", shown="dsn", check=_listen_dsn)
 
     @property
     def effective_reap_interval(self) -> timedelta:
@@ -124,6 +133,13 @@ class WorkerConfig:
             return None
         return self.listen_dsn or self.dsn
 
+    @property
+    def statement_timeout_ms(self) -> int:
+        """The statement_timeout of the worker's connections, derived from the lease here
+        only: half the lease, at least 1 s (the loop's watchdog and health allow that
+        long for a statement)."""
+        return max(1000, int(self.lease.total_seconds() * 500))
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> WorkerConfig:
         """Settings from BROOQ_* variables, overridden by the non-None keyword arguments
@@ -134,18 +150,17 @@ class WorkerConfig:
         env = os.environ if environ is None else environ
         problems: list[str] = []
         values: dict[str, Any] = {}
-        for f in fields(cls):
-            names = variables(f)
-            raw = next((env[n] for n in names if env.get(n, "") != ""), None)
+        for s in SETTINGS:
+            raw = next((env[n] for n in s.environment if env.get(n, "") != ""), None)
             if raw is None:
                 continue
             try:
-                values[f.name] = parser(f)(raw)
+                values[s.name] = s.parse(raw)
             except ValueError as exc:
-                problems.append(f"{names[0]}={raw!r}: {exc}")
+                problems.append(f"{s.variable}={raw!r}: {exc}")
         values.update({k: v for k, v in overrides.items() if v is not None})
         values.update(_command_line.get() or {})
-        unknown = set(values) - {f.name for f in fields(cls)}
+        unknown = set(values) - set(NAMES)
         if unknown:
             raise TypeError(f"unknown worker settings: {', '.join(sorted(unknown))}")
         config = cls(**values)
@@ -162,70 +177,31 @@ class WorkerConfig:
         return self if self.name else replace(self, name=default_worker_name())
 
     def validate(self, problems: list[str] | None = None) -> None:
-        """Raise ConfigError listing every problem, if there is any."""
+        """Raise ConfigError listing every problem, if there is any: each setting out of
+        its declared bounds or refused by its check, then the settings that do not go
+        together."""
         problems = list(problems or [])
         remember(self.dsn)  # no message of this process shows their passwords (brooq.redact)
         remember(self.listen_dsn)
-        if not self.dsn:
-            problems.append("dsn: missing; pass dsn= or set BROOQ_DSN")
-        else:
-            try:
-                psycopg.conninfo.conninfo_to_dict(self.dsn)
-            except psycopg.ProgrammingError as exc:
-                problems.append(f"dsn: not a valid connection string: {one_line(exc)}")
-        if not isinstance(self.concurrency, int) or not 1 <= self.concurrency <= 10000:
-            problems.append(f"concurrency: {self.concurrency!r} is not an integer from 1 to 10000")
-        if self.prefetch is not None and (not isinstance(self.prefetch, int)
-                                          or not 0 <= self.prefetch <= 10000):
-            problems.append(f"prefetch: {self.prefetch!r} is not an integer from 0 to 10000")
-        lease = self.lease.total_seconds()
-        if lease < 1:
-            problems.append(f"lease: {format_duration(self.lease)} is too short to keep with heartbeats "
-                            "every lease/3 (one database round trip each); use at least 1s")
-        elif lease > 86400:
-            problems.append(f"lease: {format_duration(self.lease)} is longer than a day")
-        poll = self.poll_interval.total_seconds()
-        if not 0.01 <= poll <= 3600:
-            problems.append(f"poll_interval: {format_duration(self.poll_interval)} is not between 10ms and 1h")
-        if self.reap_interval is not None:
-            reap = self.reap_interval.total_seconds()
-            if reap < 0.1:
-                problems.append(f"reap_interval: {format_duration(self.reap_interval)} is below 100ms")
-            elif lease >= 1 and reap > 10 * lease:
-                problems.append(f"reap_interval: {format_duration(self.reap_interval)} is more than 10 leases: "
-                                "jobs of crashed workers would wait that long")
-        if self.shutdown_grace < timedelta(0):
-            problems.append(f"shutdown_grace: {format_duration(self.shutdown_grace)} is negative")
-        if self.start_timeout < timedelta(0):
-            problems.append(f"start_timeout: {format_duration(self.start_timeout)} is negative")
-        if self.hung_grace <= timedelta(0):
-            problems.append(f"hung_grace: {format_duration(self.hung_grace)} must be positive")
-        if self.stats_interval < timedelta(seconds=0.1):
-            problems.append(f"stats_interval: {format_duration(self.stats_interval)} is below 100ms")
-        if self.metrics_address is not None:
-            try:
-                host, _ = parse_address(self.metrics_address)
-            except ValueError as exc:
-                problems.append(f"metrics_address: {exc}")
-            else:
-                if not nometrics.available():
-                    problems.append(f"metrics_address: set, but prometheus-client is not installed; "
-                                    f"{nometrics.hint()}; or unset metrics_address")
-                elif not self.metrics_public and not is_loopback(host):
-                    problems.append(f"metrics_address: {host} is not a loopback address, and /metrics "
-                                    "and /healthz have no authentication; set metrics_public "
-                                    "(BROOQ_METRICS_PUBLIC=true) to serve them there anyway")
-        if self.listen_dsn:
-            try:
-                psycopg.conninfo.conninfo_to_dict(self.listen_dsn)
-            except psycopg.ProgrammingError as exc:
-                problems.append(f"listen_dsn: not a valid connection string: {one_line(exc)}")
+        refused: set[str] = set()
+        for s in SETTINGS:
+            if (problem := s.refusal(getattr(self, s.name))) is not None:
+                problems.append(problem)
+                refused.add(s.name)
+        if (self.reap_interval is not None and "reap_interval" not in refused
+                and isinstance(self.lease, timedelta) and self.lease >= timedelta(seconds=1)
+                and self.reap_interval > 10 * self.lease):
+            problems.append(f"reap_interval: {format_duration(self.reap_interval)} is more than 10 leases: "
+                            "jobs of crashed workers would wait that long")
+        if (self.metrics_address is not None and "metrics_address" not in refused
+                and not self.metrics_public and not is_loopback(host := parse_address(self.metrics_address)[0])):
+            problems.append(f"metrics_address: {host} is not a loopback address, and /metrics "
+                            "and /healthz have no authentication; set metrics_public "
+                            "(BROOQ_METRICS_PUBLIC=true) to serve them there anyway")
         if self.transaction_pooler and self.listen and not self.listen_dsn:
             problems.append("transaction_pooler: LISTEN through a pooler in transaction mode hears no "
                             "notification; set listen_dsn to a direct connection "
                             "(BROOQ_LISTEN_DSN), or listen=false (BROOQ_LISTEN=false) to poll only")
-        if self.name is not None and not 1 <= len(self.name) <= 200:
-            problems.append(f"name: {len(self.name)} characters; use 1 to 200")
         if problems:
             raise ConfigError(problems)
 
@@ -252,51 +228,8 @@ def is_loopback(host: str) -> bool:
     return host == "localhost" or ipaddress.ip_address(host).is_loopback
 
 
-def _parse_bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("not a boolean (true or false)")
-
-
-def _parse_int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError("not an integer") from None
-
-
-def variables(f: Field[Any]) -> tuple[str, ...]:
-    """The environment variables of a setting, the first one its name in messages."""
-    names: tuple[str, ...] | None = f.metadata.get("variables")
-    return names or (f"BROOQ_{f.name.upper()}",)
-
-
-def parser(f: Field[Any]) -> Callable[[str], Any]:
-    """How a setting is read from text (a variable, an option): by its type."""
-    kind = str(f.type)
-    if "timedelta" in kind:
-        return parse_duration
-    if kind.startswith("int"):
-        return _parse_int
-    if kind.startswith("bool"):
-        return _parse_bool
-    return str
-
-
-def shown_default(f: Field[Any]) -> str:
-    """A setting's default as the docs and --help show it."""
-    shown: str | None = f.metadata.get("shown")
-    if shown is not None:
-        return shown
-    if isinstance(f.default, timedelta):
-        return format_duration(f.default)
-    return str(f.default)
-
-
-SETTINGS: tuple[Field[Any], ...] = fields(WorkerConfig)
+SETTINGS: tuple[Setting, ...] = settings_of(WorkerConfig)
+NAMES: tuple[str, ...] = tuple(s.name for s in SETTINGS)
 
 # Settings given on a command line: while a tool imports the user's module (which
 # makes its brooq.Worker), they win over values given in code. A context variable,
@@ -310,7 +243,7 @@ def command_line(settings: Mapping[str, Any]) -> Iterator[None]:
     """Within this block, every WorkerConfig made takes these settings (None: not given)
     over the values given in code and in the environment."""
     given = {k: v for k, v in settings.items() if v is not None}
-    unknown = set(given) - {f.name for f in SETTINGS}
+    unknown = set(given) - set(NAMES)
     if unknown:
         raise TypeError(f"unknown worker settings: {', '.join(sorted(unknown))}")
     token = _command_line.set(given)

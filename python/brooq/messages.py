@@ -460,7 +460,7 @@ ENGLISH: dict[str, str] = {
 
 # A topic setting's meaning, the help of its option (brooq declare-topic, alter-topic): the
 # doc of its field of brooq.settings.TopicSettings.
-ENGLISH.update({f"help.topic.{f.name}": f.metadata["doc"] for f in SETTINGS})
+ENGLISH.update({f"help.topic.{s.name}": s.doc for s in SETTINGS})
 
 
 # Texts with a count: (singular, plural) in English; a catalogue gives each language's

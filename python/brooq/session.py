@@ -116,11 +116,6 @@ def transient(exc: BaseException) -> bool:
     return all(may_pass(failure) for failure in host_failures(exc))
 
 
-def statement_timeout_ms(lease: timedelta) -> int:
-    """The statement_timeout of a worker's connections: half the lease, at least 1 s."""
-    return max(1000, int(lease.total_seconds() * 500))
-
-
 class Session:
     """The loop's connection during one run, and how to open the worker's others."""
 
@@ -128,7 +123,6 @@ class Session:
         self.name = name
         self.config = config
         self._handlers = handlers  # the worker's registration, read only
-        self.statement_timeout_ms = statement_timeout_ms(config.lease)
         self.conn: Conn | None = None  # the loop's, while it is connected
         # each topic's max_execution as the database holds it, read at the first connection
         self.max_execution: dict[str, timedelta | None] = {}
@@ -161,7 +155,7 @@ class Session:
             # session state: through a pooler it would stay on a server connection that
             # other clients get next; there the role's statement_timeout bounds statements
             try:
-                conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self.statement_timeout_ms)])
+                conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self.config.statement_timeout_ms)])
             except BaseException:
                 conn.close()
                 raise
@@ -179,7 +173,7 @@ class Session:
         try:
             register_loaders(conn)
             if not self.config.transaction_pooler:  # see open
-                conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self.statement_timeout_ms)])
+                conn.execute(queries.SET_STATEMENT_TIMEOUT, [str(self.config.statement_timeout_ms)])
             if not self._declared:
                 self._declare_topics(conn)
         except psycopg.Error as exc:

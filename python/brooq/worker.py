@@ -42,6 +42,7 @@ from brooq import queries
 from brooq.attempt import TopicHandler
 from brooq.config import WorkerConfig, format_duration, parse_address
 from brooq.counters import Counters
+from brooq.declared import takes_settings
 from brooq.errors import (
     FATAL_SQLSTATES,
     WORKER,
@@ -60,8 +61,8 @@ from brooq.nometrics import NoMetrics
 from brooq.redact import shown_dsn
 from brooq.rows import Reaped, fields_row
 from brooq.runner import CHECK_EVERY, Runner
-from brooq.session import DSN_FROM, Session, declare, statement_timeout_ms
-from brooq.settings import HandlerSettings, takes_settings, topic_settings
+from brooq.session import DSN_FROM, Session, declare
+from brooq.settings import HandlerSettings, topic_settings
 from brooq.settler import Settler, SettleThread
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
 from brooq.ticker import Ticker
@@ -144,9 +145,8 @@ class Worker:
         self._prefetch = c.effective_prefetch  # 0 when a handler is async (see _start_services)
         self._capacity = c.concurrency + self._prefetch  # jobs held: running plus prefetched
         self._claim_half = max(1, self._capacity // 2)
-        self._statement_timeout_ms = statement_timeout_ms(c.lease)
         # a turn with no answer for longer than a statement may take: a silent connection
-        self._watchdog = Watchdog(self.name, self._statement_timeout_ms / 1000 + 1.0)
+        self._watchdog = Watchdog(self.name, c.statement_timeout_ms / 1000 + 1.0)
         self._settle_watchdog = Watchdog(self.name, self._watchdog.limit)  # the settling connection's
         self.dsn_from = DSN_FROM  # where the DSN came from: the hint of a failure to connect names it
         self._new_run()
@@ -221,6 +221,15 @@ class Worker:
             raise ConfigError([f"handler {topic!r}: timeout must be positive or None"])
         if max_execution is not None and max_execution <= timedelta(0):
             raise ConfigError([f"handler {topic!r}: max_execution must be positive or None"])
+        # lease <= max_lease: the database is the source of truth. brooq.claim refuses a
+        # lease longer than the max_lease of the topics claimed from (22023), whoever
+        # declared them, and brooq.heartbeat cuts a renewal to it: that error is the
+        # contract. This pre-check only fails fast, at registration rather than at the
+        # first claim, and it derives from the same declaration: the max_lease compared
+        # is the value this worker declares for the topic at start (TopicSettings'
+        # default, or the one given here). A worker that may not declare topics (no
+        # brooq_admin) keeps the admin's max_lease, which the claim holds it to; there
+        # this check still reads the handler's: give the handler the topic's max_lease.
         if self.config.lease > max_lease:
             raise ConfigError([(f"handler {topic!r}: the worker's lease {format_duration(self.config.lease)} "
                                 f"is longer than the topic's max_lease {format_duration(max_lease)}")])
@@ -296,7 +305,7 @@ class Worker:
         if self._session.conn is None:
             return "no database connection"
         stale = time.monotonic() - self._last_tick
-        if stale > 5.0 + self._statement_timeout_ms / 1000:
+        if stale > 5.0 + self.config.statement_timeout_ms / 1000:
             return f"the worker loop has not run for {stale:.0f}s"
         return None
 

@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import Field, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -26,6 +26,7 @@ from psycopg.rows import class_row, scalar_row
 
 from brooq import admin, config, producer, queries, settings
 from brooq._version import __version__
+from brooq.declared import Setting
 from brooq.errors import ADMIN, WORKER, BrooqError, ConfigError, mapped
 from brooq.messages import _, _n, closest
 from brooq.producer import JobFate
@@ -727,9 +728,9 @@ def instant(text: str) -> datetime:
     return value
 
 
-def setting_type(f: Field[Any]) -> Callable[[str], Any]:
-    """A WorkerConfig field's parser as an argparse type (its message on bad input)."""
-    parse = config.parser(f)
+def setting_type(f: Setting) -> Callable[[str], Any]:
+    """A WorkerConfig setting's parser as an argparse type (its message on bad input)."""
+    parse = f.parse
 
     def parse_option(text: str) -> Any:
         try:
@@ -745,17 +746,15 @@ def add_setting_options(p: argparse.ArgumentParser) -> None:
     for f in config.SETTINGS:
         if f.name == "dsn":
             continue
-        p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=setting_type(f),
-                       metavar=f.name.upper(),
-                       help=_("help.worker.setting", doc=f.metadata["doc"],
-                              default=config.shown_default(f), variable=config.variables(f)[0]))
+        p.add_argument(f.option, dest=f.name, type=setting_type(f), metavar=f.name.upper(),
+                       help=_("help.worker.setting", doc=f.doc, default=f.shown_default, variable=f.variable))
 
 
-def topic_setting_type(f: Field[Any]) -> Callable[[str], Any]:
+def topic_setting_type(f: Setting) -> Callable[[str], Any]:
     """A topic setting's parser as an argparse type: a whole number, or a duration as
     --lease takes it (30s, 1m30s); `none` for a setting that may be none (no limit).
     The database checks the range."""
-    kind, nullable = settings.kind(f), settings.nullable(f)
+    kind, nullable = f.kind, f.nullable
 
     def parse_option(text: str) -> Any:
         if nullable and text.strip().lower() == "none":
@@ -774,14 +773,14 @@ def add_topic_options(p: argparse.ArgumentParser, *, declare: bool) -> None:
     """--<setting> for every field of brooq.TopicSettings; --x/--no-x for a boolean.
     declare-topic: a setting not given takes its default; alter-topic: it is left as is."""
     for f in settings.SETTINGS:
-        option = f"--{f.name.replace('_', '-')}"
+        option = f.option
         doc = _("help.topic." + f.name)
         if declare:
-            key = "help.topic.setting_or_none" if settings.nullable(f) else "help.topic.setting"
+            key = "help.topic.setting_or_none" if f.nullable else "help.topic.setting"
             text = _(key, doc=doc, default=setting_text(f.default))
         else:
-            text = _("help.alter_topic.setting_or_none", doc=doc) if settings.nullable(f) else doc
-        if settings.kind(f) is bool:
+            text = _("help.alter_topic.setting_or_none", doc=doc) if f.nullable else doc
+        if f.kind is bool:
             p.add_argument(option, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
             p.add_argument(option, dest=f.name, type=topic_setting_type(f), metavar=f.name.upper(), help=text)

@@ -91,7 +91,7 @@ def brooq_settings() -> Settings:
             continue
         if isinstance(value, str):
             try:
-                value = config.parser(f)(value)
+                value = f.parse(value)
             except ValueError as exc:
                 problems.append(f"settings.BROOQ[{key!r}]: {exc}")
                 continue

@@ -39,9 +39,8 @@ class Command(BaseCommand):  # type: ignore[misc]  # django ships no type hints
         for f in config.SETTINGS:
             if f.name != "dsn":
                 parser.add_argument(option(f.name), dest=f.name, metavar=f.name.upper(),
-                                    help=_("help.worker.setting", doc=f.metadata["doc"],
-                                           default=config.shown_default(f),
-                                           variable=config.variables(f)[0]))
+                                    help=_("help.worker.setting", doc=f.doc, default=f.shown_default,
+                                           variable=f.variable))
         for name, key in OPTIONS.items():
             parser.add_argument(option(name), dest=name, metavar=name.upper(), help=_(key))
 
