@@ -160,6 +160,16 @@ select name, cron, ticker, topic, payload, priority, created_at, updated_at, nex
  order by name
 """
 
+# brooq declare (brooq.reconcile): every topic with its settings, every schedule's
+# definition, its payload as JSON text (Django's connection loads jsonb as text).
+DECLARED_TOPICS: LiteralString = "select " + settings.COLUMNS + " from brooq.topics order by name"
+
+DECLARED_SCHEDULES: LiteralString = """
+select name, cron, ticker, topic, payload::text as payload, priority
+  from brooq.schedules
+ order by name
+"""
+
 # The worker's ticking room (brooq.ticker): the workers' schedules that are due.
 TICK_SCHEDULES: LiteralString = """
 select schedule, tick, job_id, created, error from brooq.tick_schedules(max_ticks => %s::integer)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
-from brooq import queries
+from brooq import queries, tasks
 from brooq.attempt import TopicHandler
 from brooq.config import WorkerConfig, format_duration, parse_address
 from brooq.counters import Counters
@@ -241,6 +241,8 @@ class Worker:
             return fn
 
         return register
+
+    register = tasks.register  # worker.register(task, registry, ...): brooq.tasks
 
     def _add_topic(self, topic: str) -> None:
         """Count the jobs of a registered topic (and show its series at zero)."""
