@@ -13,6 +13,14 @@ Worker side::
 
     worker.run()
 
+Typed tasks: the handler, its topic and its payload's type declared once::
+
+    @brooq.task("email", max_attempts=5)
+    def send(job: brooq.Job, mail: Email) -> None: ...
+
+    send.enqueue(conn, Email(to="a@example.com"))   # checked against Email, then enqueued
+    worker.register(send)
+
 See docs/python-guide.md.
 """
 
@@ -63,6 +71,7 @@ from brooq.schema_check import SchemaMismatch, schema_version
 from brooq.settings import Topic, TopicSettings
 from brooq.signals import Cancel, Dead, HandlerSignal, PreserveAttempt, Retry
 from brooq.snapshot import TopicSnapshot, WorkerSnapshot
+from brooq.tasks import PayloadMismatch, Registry, Schedule, Task, periodic, task
 from brooq.waiting import wait, wait_async
 from brooq.worker import Worker
 
@@ -82,12 +91,16 @@ __all__ = [
     "KeyBusy",
     "ParentJob",
     "ParentState",
+    "PayloadMismatch",
     "PayloadTooLarge",
     "PermissionDenied",
     "PgCronMissing",
     "PreserveAttempt",
+    "Registry",
     "Retry",
+    "Schedule",
     "SchemaMismatch",
+    "Task",
     "Topic",
     "TopicInUse",
     "TopicSettings",
@@ -114,11 +127,13 @@ __all__ = [
     "parents",
     "parse_duration",
     "pause_topic",
+    "periodic",
     "resume_topic",
     "retry",
     "retry_dead",
     "schedule",
     "schema_version",
+    "task",
     "topic_stats",
     "unschedule",
     "wait",
