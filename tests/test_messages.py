@@ -185,7 +185,7 @@ def test_the_cli_speaks_russian_tables_plurals_and_help(db: str) -> None:
 
 # --- no user-facing text inline in the CLI modules -----------------------------------
 
-TRANSLATED_MODULES = ["cli.py", "text.py", "deploy.py", "processes.py", "progress.py", "demo.py",
+TRANSLATED_MODULES = ["cli.py", "text.py", "deploy.py", "processes.py", "progress.py", "demo.py", "declare.py",
                       "dashboard.py", "dashboard_html.py"]
 WRITERS = {"write", "print", "debug", "info", "warning", "error"}  # out.write(), print(), log.info()
 RAISED = {"Failure", "UsageError", "ArgumentTypeError", "DeployError"}

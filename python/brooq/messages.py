@@ -247,13 +247,42 @@ ENGLISH: dict[str, str] = {
                           "on the database and the settings of settings.BROOQ (docs/django.md)",
     'help.django.deploy': "deploy brooq's schema into Django's database, as brooq deploy does",
     'help.django.database': "the database alias (default: settings.BROOQ['DATABASE'], else default)",
-    'help.django.declare': "declare the topics of the project's handlers with their settings, as a "
-                           "worker with brooq_admin does when it starts (run it after migrate)",
+    'help.django.declare': "make the database hold the topics of the project's handlers and tasks, "
+                           "with their settings, and its schedules (run it after migrate)",
     'django.topic_created': 'created topic {topic}',
     'django.topic_declared': 'declared topic {topic} (it existed: its settings set again)',
     'django.no_handlers': "no handlers to declare: decorate a function with "
                           "@brooq.contrib.django.handler('topic') in a module of BROOQ['HANDLERS'], "
                           "else in the jobs module of an installed app",
+    # brooq declare and manage.py brooq_declare (brooq.tools.declare): a change a line
+    'help.declare': 'make the database hold the topics and schedules your code declares',
+    'help.declare.description': 'Make the database hold the topics (with their settings) and the '
+                                'schedules of a brooq.Registry: create what is missing, change what '
+                                'differs, and list what the database holds beyond them, which only '
+                                '--prune deletes. A second run changes nothing.',
+    'help.declare.app': 'a brooq.Registry, or a callable returning one (e.g. myapp.tasks:registry)',
+    'help.declare.prune': 'delete the topics and schedules that the code does not declare (a topic '
+                          'that still has jobs is kept)',
+    'help.declare.dry_run': 'show what would change, checked by the database, and write nothing',
+    'cli.invalid_app': 'invalid --app {spec!r}: use MODULE:OBJECT, e.g. myapp.tasks:registry',
+    'cli.not_a_registry': '{spec} is a {type}, not a brooq.Registry (OBJECT is a brooq.Registry or a '
+                          'callable returning one)',
+    'cli.declares_nothing': '{spec} declares no task, topic or schedule: nothing to declare',
+    'declare.defaults': 'the default settings',
+    'declare.topic.create': '+ topic {name}: {values}',
+    'declare.topic.change': '~ topic {name}: {diffs}',
+    'declare.topic.delete': '- topic {name}',
+    'declare.topic.unlisted': '? topic {name}: not in the code; {prune} deletes it',
+    'declare.topic.in_use': '! topic {name}: not in the code, kept: it still has jobs '
+                            '(brooq drop-topic {name} --force deletes them)',
+    'declare.schedule.create': '+ schedule {name}: {values}',
+    'declare.schedule.change': '~ schedule {name}: {diffs}',
+    'declare.schedule.delete': '- schedule {name}',
+    'declare.schedule.unlisted': '? schedule {name}: not in the code; {prune} deletes it',
+    'declare.done': 'declared: {created} created, {changed} changed, {deleted} deleted',
+    'declare.dry_run': 'dry run, nothing written: {created} to create, {changed} to change, '
+                       '{deleted} to delete',
+    'declare.nothing': 'nothing changes: the database holds the topics and schedules the code declares',
     'help.dashboard': 'a web page over the queue: topics, jobs in flight, dead jobs, actions',
     'help.dashboard.address': 'where to listen (default 127.0.0.1:9470; port 0: a free one)',
     'help.dashboard.public': 'allow an address that is not loopback',

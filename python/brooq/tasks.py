@@ -302,8 +302,6 @@ class Registry:
         if made.topic in self._topics and self._topics[made.topic] != made.topic_settings:
             raise ValueError(f"topic {made.topic} is declared with other settings than its task's")
         self._tasks[made.topic] = made
-        for s in made.schedules:
-            self._add_schedule(s)
 
     def _add_topic(self, name: str, settings: TopicSettings) -> None:
         known = self._tasks[name].topic_settings if name in self._tasks else self._topics.get(name)
@@ -313,7 +311,7 @@ class Registry:
             self._topics[name] = settings
 
     def _add_schedule(self, schedule: Schedule) -> None:
-        known = self._schedules.get(schedule.name)
+        known = {s.name: s for s in self.schedules}.get(schedule.name)
         if known is not None and known != schedule:
             raise ValueError(f"schedule {schedule.name} is declared twice: {known} and {schedule}")
         self._schedules[schedule.name] = schedule
@@ -343,17 +341,29 @@ class Registry:
 
     @property
     def schedules(self) -> list[Schedule]:
-        """The schedules, by name."""
-        return [self._schedules[n] for n in sorted(self._schedules)]
+        """The schedules, by name: those added, and the tasks' (brooq.periodic, read now:
+        a task may be scheduled after it joined). ValueError for two of one name."""
+        every = dict(self._schedules)
+        for made in self._tasks.values():
+            for schedule in made.schedules:
+                known = every.setdefault(schedule.name, schedule)
+                if known != schedule:
+                    raise ValueError(f"schedule {schedule.name} is declared twice: {known} and {schedule}")
+        return [every[n] for n in sorted(every)]
 
     def topics(self) -> dict[str, TopicSettings]:
         """Every topic declared here, by name, with its settings: the tasks' and the others."""
         every = {name: t.topic_settings for name, t in self._tasks.items()} | self._topics
         return dict(sorted(every.items()))
 
+    def empty(self) -> bool:
+        """Whether it holds nothing at all (`brooq declare` refuses it: a wrong OBJECT would
+        otherwise find every topic and schedule of the database unlisted, or delete them)."""
+        return not (self._tasks or self._topics or self._schedules)
+
     def check(self) -> None:
         """InvalidArgument for a schedule whose topic this registry does not hold (a typo
-        would schedule a topic nobody declares)."""
+        would schedule a topic nobody declares); ValueError for two schedules of a name."""
         topics = self.topics()
         for s in self.schedules:
             if s.topic not in topics:

@@ -40,6 +40,7 @@ from brooq.tools.text import describe, format_duration, format_setting, format_t
 
 if TYPE_CHECKING:
     from brooq.partitions import PartitionedWorker
+    from brooq.tasks import Registry
     from brooq.worker import Worker
 
 Connection = psycopg.Connection[tuple[Any, ...]]
@@ -540,6 +541,51 @@ def cmd_deploy(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+# --- declare: a Registry's topics and schedules (brooq.reconcile) ---------------------
+
+def load_registry(spec: str) -> Registry:
+    """MODULE:OBJECT -> a brooq.Registry (OBJECT may also be a callable returning one)."""
+    from brooq.tasks import Registry
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(_("cli.invalid_app", spec=spec))
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # like python -m: modules of the current directory
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise Failure(_("cli.cannot_import", module=module_name, error=exc)) from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise Failure(_("cli.no_attribute", module=module_name, attr=attr)) from exc
+    if not isinstance(obj, Registry) and callable(obj) and not isinstance(obj, type):
+        try:
+            obj = obj()
+        except BrooqError:
+            raise
+        except Exception as exc:
+            raise Failure(_("cli.call_failed", spec=spec, error=f"{type(exc).__name__}: {exc}")) from exc
+    if not isinstance(obj, Registry):
+        raise Failure(_("cli.not_a_registry", spec=spec, type=type(obj).__name__))
+    if obj.empty():
+        raise Failure(_("cli.declares_nothing", spec=spec))
+    return obj
+
+
+def cmd_declare(args: argparse.Namespace, out: TextIO) -> int:
+    from brooq.reconcile import declare
+    from brooq.tools import declare as shown
+
+    registry = load_registry(args.app)
+    with connect(args) as conn:
+        changes = declare(conn, registry, prune=args.prune, dry_run=args.dry_run)
+    shown.write(changes, out, dry_run=args.dry_run)
+    return 0
+
+
 # --- worker -------------------------------------------------------------------------
 
 def load_worker(spec: str) -> Worker:
@@ -912,6 +958,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", type=Path, help=_("help.deploy.root"))
     p.add_argument("-v", "--verbose", action="store_true", help=_("help.deploy.verbose"))
     p.set_defaults(func=cmd_deploy, parser=p)
+
+    p = sub.add_parser("declare", parents=[dsn], help=_("help.declare"),
+                       description=_("help.declare.description"))
+    p.add_argument("--app", required=True, metavar="MODULE:OBJECT", help=_("help.declare.app"))
+    p.add_argument("--prune", action="store_true", help=_("help.declare.prune"))
+    p.add_argument("--dry-run", action="store_true", help=_("help.declare.dry_run"))
+    p.set_defaults(func=cmd_declare, parser=p)
 
     p = sub.add_parser("dashboard", parents=[dsn],
                        help=_("help.dashboard"))
