@@ -3,6 +3,8 @@
     bash bench/run [--smoke] [--only brooq,pgqueuer] [--runs N] [--scenarios drain,latency]
     bash bench/run soak|deep|snapshot --help     the long runs (bench/soak.py, deep.py, snapshot.py)
     bash bench/run workflows --help             dependency patterns, brooq and pg-boss (bench/workflows.py)
+    bash bench/run pressure --help              a held horizon, overload, a burst: brooq, graphile-worker,
+                                                PgQue side by side (bench/pressure.py)
 
 Scenarios (docs/performance.md explains each figure):
   enqueue   bulk enqueue of N jobs (each system's fastest documented way) and single
@@ -611,12 +613,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 COMMANDS = {"soak": "bench.soak", "deep": "bench.deep", "snapshot": "bench.snapshot",
-            "workflows": "bench.workflows"}
+            "workflows": "bench.workflows", "pressure": "bench.pressure"}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in COMMANDS:  # the long runs: python -m bench soak|deep|snapshot|workflows --help
+    if argv and argv[0] in COMMANDS:  # the long runs: python -m bench soak|deep|snapshot|workflows|pressure
         import importlib
         return int(importlib.import_module(COMMANDS[argv[0]]).main(argv[1:]))
     args = parse(argv)

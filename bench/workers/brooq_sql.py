@@ -4,6 +4,8 @@ No brooq.Worker machinery (no threads, no heartbeats, no metrics): the reference
 for what a minimal Python client gets out of brooq's functions, so the table can
 tell the worker's overhead from the SQL's. Wakes on NOTIFY brooq, polls as a
 fallback. Usage: python -m bench.workers.brooq_sql '<json config>'
+(config: dsn, latency, batch, topic, poll; capacity: handler starts a second at most,
+bench/workers/capacity.py, for the pressure bench's overload)
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 
 import psycopg
 
+from bench.workers.capacity import Capacity
 from bench.workers.report import Report
 
 CLAIM = "select id, payload, lease_token from brooq.claim(%s, %s, %s, '30 seconds')"
@@ -27,6 +30,7 @@ def main() -> None:
     name = f"bench-sql-{os.getpid()}"
     topics = [cfg.get("topic", "bench")]
     batch = int(cfg.get("batch", 100))
+    capacity = Capacity(cfg.get("capacity"))
     woken = False
 
     def on_notify(_: psycopg.Notify) -> None:
@@ -46,6 +50,7 @@ def main() -> None:
                         pass
                 continue
             for _id, payload, _token in rows:
+                capacity.admit()
                 report.seen(payload)
             conn.execute(SETTLE, (name, [r[0] for r in rows], [r[2] for r in rows], len(rows)),
                          prepare=True)

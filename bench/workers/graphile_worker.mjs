@@ -3,7 +3,9 @@
 //   config: dsn, latency, migrate (install the schema and exit), batched (localQueue
 //   and batched completion, the configuration of graphile-worker's performance docs),
 //   soak (the task sleeps the payload's "ms" and fails the first attempt of a job whose
-//   payload says "fail"; only first attempts report their seq, as brooq_worker.py's soak)
+//   payload says "fail"; only first attempts report their seq, as brooq_worker.py's soak),
+//   capacity (handler starts a second at most in the process, as bench/workers/capacity.py:
+//   a handler waits for the next slot of a 1/capacity schedule; the pressure bench's overload)
 import { Logger, run, runMigrations } from "graphile-worker";
 
 const cfg = JSON.parse(process.argv[2]);
@@ -31,9 +33,17 @@ if (cfg.migrate) {
 }
 
 let count = 0, first = 0n, last = 0n, printed = -1;
+let nextSlot = 0; // ms (performance.now()); a paused worker catches up on 250 ms at most
+async function admitted() {
+  const now = performance.now();
+  const slot = Math.max(now - 250, nextSlot);
+  nextSlot = slot + 1000 / cfg.capacity;
+  if (slot > now) await new Promise((resolve) => setTimeout(resolve, slot - now));
+}
 let starts = [];
 const taskList = {
   noop: async (payload, helpers) => {
+    if (cfg.capacity) await admitted();
     const t = process.hrtime.bigint();
     if (count === 0) first = t;
     count++;
