@@ -96,7 +96,7 @@ def test_outcomes_not_yet_written_hold_claims_back_beyond_three_capacities() -> 
     """The settling thread's backlog (Worker._free): up to three capacities of outcomes
     not yet written leave every free slot to claim for; each one more holds a slot back,
     so a database slow to settle slows claiming instead of piling up outcomes in memory."""
-    from brooq.worker import UNSETTLED_CAPACITIES
+    from brooq.scheduling import UNSETTLED_CAPACITIES
 
     worker = brooq.Worker("postgresql://nobody@127.0.0.1:1/none", concurrency=3, prefetch=2)
     capacity = 5

@@ -61,6 +61,7 @@ from brooq.nometrics import NoMetrics
 from brooq.redact import shown_dsn
 from brooq.rows import Reaped, fields_row
 from brooq.runner import CHECK_EVERY, Runner
+from brooq.scheduling import ClaimSchedule
 from brooq.session import DSN_FROM, Session, declare
 from brooq.settings import HandlerSettings, topic_settings
 from brooq.settler import Settler, SettleThread
@@ -76,14 +77,6 @@ log = logging.getLogger("brooq.worker")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# Outcomes not yet written, in capacities, before they hold claims back (Worker._free):
-# with one, a batch being written and the next one's outcomes stopped the claims, and
-# the database's two connections took turns; two let a claim run beside a settle, three
-# also ride out a settle slowed by its commit's flush (bench/results/history.md, 1 December:
-# one process's drain +10-25% with two, +8-18% more with three; 0.7 MiB more at its peak).
-UNSETTLED_CAPACITIES = 3
-GATHER_GAP = 0.0005  # seconds: a claim waits this long after the last finished handler...
-GATHER_MAX = 0.002  # ...and at most this long after the first (see Worker._claim_at)
 MAX_SLEEP = 1.0  # the loop turns at least this often (health, stop requests)
 REAP_BATCH = 1000
 
@@ -107,7 +100,8 @@ class Worker:
     once: the prefetched ones wait, leased, for a free handler thread (sync handlers
     only; see docs/python-guide.md).
 
-    The worker's rooms: this loop claims and keeps the schedule; a Session (brooq.session)
+    The worker's rooms: this loop claims when its ClaimSchedule (brooq.scheduling) says
+    when, how many and from which topics, and keeps the other timers; a Session (brooq.session)
     connects, checks the schema and declares the topics, a Runner (brooq.runner) runs
     the claimed jobs' handlers and stops them, a Settler (brooq.settler) writes outcomes,
     Leases (brooq.leases) renew and lose leases, a Listener (brooq.listener) wakes the
@@ -142,9 +136,6 @@ class Worker:
         self._poll_every = c.poll_interval.total_seconds()
         self._stats_every = c.stats_interval.total_seconds()
         self._concurrency = c.concurrency
-        self._prefetch = c.effective_prefetch  # 0 when a handler is async (see _start_services)
-        self._capacity = c.concurrency + self._prefetch  # jobs held: running plus prefetched
-        self._claim_half = max(1, self._capacity // 2)
         # a turn with no answer for longer than a statement may take: a silent connection
         self._watchdog = Watchdog(self.name, c.statement_timeout_ms / 1000 + 1.0)
         self._settle_watchdog = Watchdog(self.name, self._watchdog.limit)  # the settling connection's
@@ -166,16 +157,10 @@ class Worker:
         self._listener = Listener(self.name, (), self._waker.wake)
         self._ticker = Ticker(self.name)  # the schedules the workers tick (brooq.ticker)
         self._job_rows = fields_row(Job)
-        self._dropped: list[str] = []  # topics dropped while this run served them: claimed from no more
         self._reaped_rows = fields_row(Reaped)
-        self._more = True
-        self._next_poll = 0.0
-        self._gather_from: float | None = None  # when the first handler since the last claim finished
-        self._last_done = 0.0
-        # A claim came back with jobs but not full, and what it and later claims took may
-        # still be settled: each settle written asks for a claim (see _loop) ...
-        self._partial = False
-        self._freed = 0  # ... of at most one job per outcome written since the last claim
+        # when to claim, how many, from which topics; the capacity is the jobs held,
+        # running plus prefetched (no prefetch when a handler is async: _start_services)
+        self._schedule = ClaimSchedule(c.concurrency + c.effective_prefetch, self._poll_every)
         self._next_reap = 0.0
         self._next_stats = 0.0
         self._next_check = 0.0
@@ -364,9 +349,7 @@ class Worker:
         self._runner.open(self._concurrency)
         if any(h.is_async for h in self._handlers.values()):
             # async handlers start as soon as claimed (no pool queue to wait in): no prefetch
-            self._prefetch = 0
-            self._capacity = self._concurrency
-            self._claim_half = max(1, self._capacity // 2)
+            self._schedule.capacity = self._concurrency
         if self.config.metrics_address is not None:
             # validated at start: prometheus-client is installed
             from brooq.metrics import Metrics, MetricsServer
@@ -404,14 +387,8 @@ class Worker:
             now = time.monotonic()
             self._last_tick = now
             if self._runner.collect(now):  # handlers finished: their outcomes are in the outbox
-                self._last_done = now
-                if self._gather_from is None:
-                    self._gather_from = now
-            if (written := self._settle_thread.collect()) and self._partial:
-                # settles may have made jobs ready that no enqueue notifies: an ordered
-                # group's next job, a max_in_flight slot freed. Claim again.
-                self._freed += written
-                self._more = True
+                self._schedule.finished(now)
+            self._schedule.settled(self._settle_thread.collect())  # may make jobs ready
             if self._settle_thread.fatal is not None:  # the settling connection lacks a right
                 self._fatal = self._settle_thread.fatal
                 log.error(_("worker.fatal", worker=self.name, error=self._fatal))
@@ -487,28 +464,10 @@ class Worker:
         return at - now
 
     def _claim_at(self, now: float) -> float | None:
-        """When to claim next (None: no free slot, or stopping).
-
-        At once when jobs are known to be ready (the last claim came back full, a
-        notification came, settles were written after a partial claim: see _loop)
-        and at least half the slots are free or none is busy; otherwise at the poll
-        interval. With fewer slots free, wait while handlers
-        keep finishing (each one pushes the claim GATHER_GAP later, GATHER_MAX at
-        most after the first): one claim of many jobs costs about what a claim of
-        one costs (a round trip)."""
+        """When to claim next (None: no free slot, or stopping): see brooq.scheduling."""
         if self._stopping:
             return None
-        free = self._free()
-        if free <= 0:
-            return None
-        at = self._next_poll
-        if self._more:
-            at = now
-        elif (woken := self._listener.claim_at(now)) is not None:
-            at = min(at, woken)
-        if free < self._claim_half and self._runner and self._gather_from is not None:
-            at = max(at, min(self._last_done + GATHER_GAP, self._gather_from + GATHER_MAX))
-        return at
+        return self._schedule.claim_at(now, self._free(), bool(self._runner), self._listener.claim_at(now))
 
     # --- connection ---------------------------------------------------------------
 
@@ -524,7 +483,7 @@ class Worker:
             return
         self._runner.max_execution = self._session.max_execution
         self._leases.renew_soon(time.monotonic())  # leases may have run short while we were away
-        self._more = True
+        self._schedule.ready()
 
     def _lost_connection(self, exc: BaseException) -> None:
         if self._fatal is not None:
@@ -535,33 +494,25 @@ class Worker:
     # --- claim --------------------------------------------------------------------
 
     def _free(self) -> int:
-        """Slots to claim for: the capacity less the jobs held, and less the outcomes not
-        yet written beyond UNSETTLED_CAPACITIES capacities' worth (the settling thread's
-        backlog holds claims back, so a database slow to settle slows claiming instead
-        of piling up outcomes)."""
-        unsettled = len(self._outbox) + self._settle_thread.in_flight
-        return (self._capacity - len(self._runner)
-                - max(0, unsettled - UNSETTLED_CAPACITIES * self._capacity))
+        """Slots to claim for (ClaimSchedule.free): the jobs held, and the outcomes not yet
+        written, the outbox's and the settling thread's."""
+        return self._schedule.free(len(self._runner), len(self._outbox) + self._settle_thread.in_flight)
 
     def _claim(self, conn: psycopg.Connection[Any], now: float) -> None:
-        noted = self._listener.take()
-        asked = self._free()
-        capped = bool(self._freed) and not noted and now < self._next_poll
-        if capped:
-            # only settles ask for this claim, and each made at most one job ready. Asking
-            # for more than is ready makes claim pass over every job of blocked ordered
-            # groups (brooq.claim, "Cost"): 0.7 s a claim with 100,000 jobs in 1,000 groups.
-            asked = min(asked, self._freed)
-        topics = [t for t in self._handlers if t not in self._dropped] if self._dropped else list(self._handlers)
-        args = [self.name, topics, asked, self.config.lease]
+        ask = self._schedule.ask(now, self._free(), self._listener.take())
+        topics = self._schedule.topics(self._handlers)
+        args = [self.name, topics, ask.count, self.config.lease]
         try:
             jobs = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, args).fetchall()
         except psycopg.errors.UndefinedObject as exc:
             if not self._stop_serving(exc, topics):
                 raise  # the worker's last topic: fatal, as before
-            self._more = True  # claim from the others at once
-            return
-        self._claimed(now, asked, jobs, noted and not self._more, capped)
+            return  # the schedule claims from the others at once
+        busy = bool(self._runner or self._outbox or self._settle_thread.in_flight)
+        self._schedule.claimed(now, ask, len(jobs), busy)
+        self._listener.claimed(now, bool(jobs), ask.only_notified)
+        if jobs:
+            self._runner.start(jobs, now)
 
     def _stop_serving(self, exc: psycopg.Error, topics: list[str]) -> bool:
         """A claim met a topic that no longer exists (dropped while the worker ran): stop
@@ -570,26 +521,10 @@ class Worker:
         found = re.match(r'cannot claim from topic "(.*)": it does not exist', exc.diag.message_primary or "")
         if found is None or found.group(1) not in topics or len(topics) < 2:
             return False
-        self._dropped.append(found.group(1))
+        self._schedule.drop(found.group(1))
         log.warning(_("worker.topic_dropped", worker=self.name, topic=found.group(1),
                       topics=", ".join(t for t in topics if t != found.group(1))))
         return True
-
-    def _claimed(self, now: float, asked: int, jobs: list[Job], notified: bool, capped: bool) -> None:
-        self._gather_from = None
-        self._freed = 0
-        self._listener.claimed(now, bool(jobs), notified)
-        # a capped claim that came back full says nothing of what else is ready: settles
-        # to come, a notification or the poll (which it leaves due) ask for the next one
-        self._more = len(jobs) == asked and not capped
-        if not capped:
-            self._partial = len(jobs) < asked
-        if not (jobs or self._runner or self._outbox or self._settle_thread.in_flight):
-            self._partial = False  # nothing left whose settle could make a job ready
-        if not (self._more or capped):
-            self._next_poll = now + self._poll_every
-        if jobs:
-            self._runner.start(jobs, now)
 
     def _reap(self, conn: psycopg.Connection[Any], now: float) -> None:
         rows = conn.cursor(row_factory=self._reaped_rows).execute(queries.REAP, [REAP_BATCH]).fetchall()
@@ -598,7 +533,7 @@ class Worker:
             self._counts.reaped += len(rows)
             log.info(_n("worker.reaped", len(rows), worker=self.name))
             if any(r.topic in self._handlers for r in rows):
-                self._more = True
+                self._schedule.ready()
 
     # --- stop ---------------------------------------------------------------------
 
