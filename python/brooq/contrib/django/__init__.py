@@ -12,8 +12,10 @@ installed app (or the modules named in ``BROOQ["HANDLERS"]``); ``manage.py
 brooq_worker`` runs them with the worker of ``brooq worker``, its connection made from
 DATABASES, its settings from the ``BROOQ`` dict of the settings module.
 ``manage.py brooq_deploy`` deploys the schema as ``brooq deploy`` does;
-``manage.py brooq_declare`` declares the handlers' topics (:func:`declare_topics`), so
-that a view can enqueue before any worker ran. See docs/django.md.
+``manage.py brooq_declare`` makes the database hold the project's topics and schedules
+(:func:`declare`), so that a view can enqueue before any worker ran. Typed tasks
+(:func:`task`, or brooq.task and :func:`register`) are run and declared as handlers are.
+See docs/django.md.
 """
 
 from __future__ import annotations
@@ -36,16 +38,19 @@ import brooq
 from brooq import calls, config, faces
 from brooq.errors import ConfigError
 from brooq.payload import PayloadLoader
+from brooq.reconcile import Change
 from brooq.redact import remember
-from brooq.settings import HandlerSettings, topic_settings
+from brooq.settings import HandlerSettings
+from brooq.tasks import Registry, Schedule, Task, TaskDecorator
 
 if TYPE_CHECKING:
     from brooq.tools.deploy import Deployed
 
 __all__ = ["Settings", "Using", "alter_topic", "brooq_settings", "cancel", "children", "connection",
-           "declare_topic", "declare_topics", "deploy_schema", "drop_topic", "dsn", "enqueue", "enqueue_many",
-           "flush", "get_job", "handler", "list_jobs", "parents", "pause_topic", "resume_topic",
-           "retry", "retry_dead", "schedule", "topic_stats", "unschedule", "worker"]
+           "declare", "declare_topic", "declare_topics", "deploy_schema", "drop_topic", "dsn", "enqueue",
+           "enqueue_many", "flush", "get_job", "handler", "list_jobs", "parents", "pause_topic", "register",
+           "registry", "resume_topic", "retry", "retry_dead", "schedule", "task", "topic_stats", "unschedule",
+           "worker"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -258,6 +263,36 @@ def handler(topic: str, **settings: Any) -> Callable[[F], F]:
     return register
 
 
+_registry = Registry()  # what task() and register() hold
+
+
+def task(topic: str, /, **settings: Any) -> TaskDecorator:
+    """:func:`brooq.task` for ``manage.py brooq_worker`` and ``brooq_declare``: the
+    decorated handler becomes a brooq.Task (``send.enqueue(connection(), payload)``
+    checks the payload against its type), run and declared as a :func:`handler` is.
+    Decorate it in the modules of BROOQ['HANDLERS'], else the ``jobs`` module of an
+    installed app; ``@brooq.periodic`` above it schedules it."""
+    return _registry.task(topic, **settings)
+
+
+def register(*items: Task[Any] | Schedule | Registry) -> None:
+    """Have ``manage.py brooq_worker`` run these tasks, and ``brooq_declare`` declare them
+    and these schedules (a Registry: all it holds), from a module of BROOQ['HANDLERS'],
+    else the ``jobs`` module of an installed app."""
+    _registry.add(*items)
+
+
+def registry() -> Registry:
+    """What the project declares, its modules of handlers imported (BROOQ['HANDLERS'], else
+    the ``jobs`` module of each installed app): a task of each :func:`handler`, and what
+    :func:`task` and :func:`register` hold. ValueError for two handlers of a topic."""
+    _import_handlers(brooq_settings().handlers)
+    made = Registry(_registry)
+    for topic, (fn, settings) in _handlers.items():
+        made.add(Task(topic, fn, HandlerSettings(**settings)))
+    return made
+
+
 def _name(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
@@ -304,14 +339,14 @@ def worker() -> brooq.Worker:
     s = brooq_settings()
     made = brooq.Worker(dsn(s.database), **s.worker)
     made.dsn_from = f"settings.DATABASES[{s.database!r}]; settings.BROOQ['DATABASE'] picks the alias"
-    _import_handlers(s.handlers)
-    if not _handlers:
+    tasks = registry().tasks
+    if not tasks:
         where = (", ".join(s.handlers) if s.handlers
                  else f"the {HANDLERS_MODULE} module of an installed app")
         problem = f"no handlers: decorate a function with @brooq.contrib.django.handler('topic') in {where}"
         raise ConfigError([problem])
-    for topic, (fn, settings) in _handlers.items():
-        made.handler(topic, **settings)(_closing_connections(fn))
+    for t in tasks:
+        made.handler(t.topic, **t.handler_settings())(_closing_connections(t.fn))
     return made
 
 
@@ -330,23 +365,34 @@ def deploy_schema(apps: Any = None, schema_editor: Any = None, *, using: str | N
 
 def declare_topics(apps: Any = None, schema_editor: Any = None, *,
                    using: str | None = None) -> list[tuple[str, bool]]:
-    """Declare the topic of every handler of :func:`handler` (the modules of
-    BROOQ['HANDLERS'], else the ``jobs`` module of each installed app) with its settings,
-    as a worker with brooq_admin does when it starts: what ``manage.py brooq_declare``
-    runs, at deploy time, so that producers can enqueue before the first worker runs.
-    Returns each topic with whether it was created (False: it existed, its settings set
-    again). Its first two parameters make it a migration's operation, after
-    :func:`deploy_schema`: ``migrations.RunPython(declare_topics,
-    migrations.RunPython.noop)``. Needs brooq_admin (brooq.PermissionDenied)."""
-    s = brooq_settings()
-    _import_handlers(s.handlers)
+    """Declare the topics of the project (:func:`registry`: every handler's and task's,
+    with its settings), as a worker with brooq_admin does when it starts, and nothing
+    else (:func:`declare` makes the database hold its schedules too). Returns each topic
+    with whether it was created (False: it existed, its settings set again). Its first
+    two parameters make it a migration's operation, after :func:`deploy_schema`:
+    ``migrations.RunPython(declare_topics, migrations.RunPython.noop)``. Needs
+    brooq_admin (brooq.PermissionDenied)."""
     alias = schema_editor.connection.alias if schema_editor is not None else using
-    topics = sorted(_handlers)
+    topics = registry().topics()
     conn = connection(alias)
-    existing = {name for (name,) in conn.execute(_EXISTING_TOPICS, [topics]).fetchall()}
-    for topic in topics:
-        _declare_topic_settings(topic, topic_settings(HandlerSettings(**_handlers[topic][1])), using=alias)
+    existing = {name for (name,) in conn.execute(_EXISTING_TOPICS, [list(topics)]).fetchall()}
+    for topic, settings in topics.items():
+        _declare_topic_settings(topic, settings, using=alias)
     return [(topic, topic not in existing) for topic in topics]
+
+
+def declare(apps: Any = None, schema_editor: Any = None, *, using: str | None = None,
+            prune: bool = False, dry_run: bool = False) -> list[Change]:
+    """Make the database hold the project's topics, with their settings, and its
+    schedules (:func:`registry`), in one transaction: what ``manage.py brooq_declare``
+    runs, at deploy time (brooq.reconcile.declare: what the database holds beyond them is
+    deleted only with ``prune``; ``dry_run`` rolls back). Returns the changes. Its first
+    two parameters make it a migration's operation, after :func:`deploy_schema`:
+    ``migrations.RunPython(declare, migrations.RunPython.noop)``. Needs brooq_admin."""
+    from brooq import reconcile
+
+    alias = schema_editor.connection.alias if schema_editor is not None else using
+    return reconcile.declare(connection(alias), registry(), prune=prune, dry_run=dry_run)
 
 
 _EXISTING_TOPICS = "select t.name from brooq.topics t where t.name = any(%s)"
