@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import psycopg
+from psycopg import pq
 from psycopg.rows import scalar_row
 from psycopg.types.json import Jsonb
 
@@ -77,6 +78,17 @@ def _state(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _guarded(conn: Conn) -> contextlib.AbstractContextManager[Any]:
+    """A savepoint around a statement the database may refuse, when it runs in a
+    transaction of the caller's (brooq.testing.drain settles in the test's): a refusal
+    then leaves that transaction usable for the fallback's statements. The worker's own
+    connections run in autocommit, where each statement is a transaction of its own:
+    nothing there, not a round trip more."""
+    if conn.info.transaction_status == pq.TransactionStatus.INTRANS:
+        return conn.transaction()
+    return contextlib.nullcontext()
+
+
 def answered(batch: list[Pending], states: dict[int, str | None]) -> tuple[list[Pending], list[Pending]]:
     """``batch`` split by Settler.write's ``states``: written, and still to write."""
     written: list[Pending] = []
@@ -123,8 +135,9 @@ class Settler:
         plain = [p for p in batch if not p.chained]
         if plain:
             try:
-                rows = conn.cursor(row_factory=self._settled_rows).execute(
-                    queries.SETTLE_MANY, self._settle_many_args(plain)).fetchall()
+                with _guarded(conn):
+                    rows = conn.cursor(row_factory=self._settled_rows).execute(
+                        queries.SETTLE_MANY, self._settle_many_args(plain)).fetchall()
             except psycopg.Error as exc:  # a value the database refused: settle one by one
                 if not refused(exc) or exc.sqlstate in FATAL_SQLSTATES:
                     raise
@@ -161,7 +174,8 @@ class Settler:
     def _settle_one(self, conn: Conn, p: Pending) -> str | None:
         cur = conn.cursor(row_factory=scalar_row)
         try:
-            state = _state(cur.execute(queries.SETTLE, self._settle_args(p)).fetchone())
+            with _guarded(conn):
+                state = _state(cur.execute(queries.SETTLE, self._settle_args(p)).fetchone())
         except psycopg.Error as exc:
             if not refused(exc):
                 raise

@@ -298,12 +298,17 @@ def _name(fn: Callable[..., Any]) -> str:
 
 
 def _closing_connections(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A sync handler between two close_old_connections(), as Django runs a request."""
+    """A sync handler between two close_old_connections(), as Django runs a request;
+    not inside an atomic block (a TestCase's, where brooq.testing.drain runs the
+    handler in the test's thread), whose connection that would close, as Django's
+    test client knows: a worker's thread is never in one."""
     if inspect.iscoroutinefunction(fn):
         return fn  # the ORM's async API runs its queries in threads of its own
 
     @functools.wraps(fn)  # the signature stays the handler's (its typed payload)
     def call(*args: Any, **kwargs: Any) -> Any:
+        if any(c.in_atomic_block for c in connections.all(initialized_only=True)):
+            return fn(*args, **kwargs)
         close_old_connections()
         try:
             return fn(*args, **kwargs)
