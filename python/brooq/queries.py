@@ -234,3 +234,32 @@ LISTEN: LiteralString = "listen brooq"
 
 # The worker's connection: no statement may outlive a lease (milliseconds, as text).
 SET_STATEMENT_TIMEOUT: LiteralString = "select set_config('statement_timeout', %s::text, false)"
+
+# --- brooq.testing: drain and the test database of its pytest plugin ----------------------
+
+# drain(scheduled=True) moves brooq's clock (brooq._now(): the setting brooq.now, which
+# only a superuser's session may set) forward to the next job that is not ready yet.
+TESTING_SUPERUSER: LiteralString = """
+select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user
+"""
+TESTING_CLOCK: LiteralString = "select pg_catalog.current_setting('brooq.now', true)"
+TESTING_SET_CLOCK: LiteralString = "select pg_catalog.set_config('brooq.now', %s::text, %s::boolean)"
+# The earliest instant after brooq's clock at which a claimable job of these topics
+# becomes ready (NULL: none); brooq.claim, then, judges whether it is.
+TESTING_NEXT_AVAILABLE: LiteralString = """
+select min(available_at)
+  from brooq.jobs
+ where topic = any(%s::text[]) and state = any(%s::text[]) and available_at > brooq._now()
+"""
+
+# The plugin's database: one per test session, on the throwaway cluster or the server of
+# BROOQ_TEST_DSN (psycopg.sql fills in its name). UTF-8 as brooq needs: the server's
+# default when it is UTF-8, else from template0 with the C locale.
+TESTING_DEFAULT_ENCODING: LiteralString = """
+select pg_catalog.pg_encoding_to_char(encoding) from pg_catalog.pg_database where datname = 'template1'
+"""
+TESTING_CREATE_DATABASE: LiteralString = "create database {}"
+TESTING_CREATE_DATABASE_UTF8: LiteralString = """
+create database {} template template0 encoding 'UTF8' lc_collate 'C' lc_ctype 'C'
+"""
+TESTING_DROP_DATABASE: LiteralString = "drop database if exists {} with (force)"
