@@ -190,10 +190,11 @@ def test_the_circle_finder_finds_a_circle() -> None:
 def test_the_core_imports_no_tool_and_no_room_imports_back_up() -> None:
     graph = brooq_imports()
     assert "brooq.tools.cli" in graph["brooq.tools.__main__"]  # the scan sees imports
-    # brooq.contrib (the framework integrations, with their management commands) is a tool too
-    core = [m for m in graph if not m.startswith(("brooq.tools", "brooq.contrib"))]
-    core_to_tools = sorted(f"{m} -> {d}" for m in core for d in graph[m]
-                           if d.startswith(("brooq.tools", "brooq.contrib")))
+    # brooq.contrib (the framework integrations, with their management commands) is a tool
+    # too, and so is brooq.testing (drain and the pytest plugin, for applications' tests)
+    tools = ("brooq.tools", "brooq.contrib", "brooq.testing")
+    core = [m for m in graph if not m.startswith(tools)]
+    core_to_tools = sorted(f"{m} -> {d}" for m in core for d in graph[m] if d.startswith(tools))
     assert core_to_tools == []
     assert "brooq.tools.cli" in graph["brooq.contrib.django.management.commands.brooq_worker"]
     rooms_up = sorted(f"{m} -> {d}" for m in ROOMS for d in graph[f"brooq.{m}"] if d in ABOVE_ROOMS)
