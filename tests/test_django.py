@@ -181,7 +181,7 @@ def test_the_worker_command_drains_a_job_and_shows_no_password(dsn: str, app_env
         worker.send_signal(signal.SIGTERM)
         out, err = worker.communicate(timeout=30)
     assert worker.returncode == 0, err
-    assert "topics email, concurrency 2" in err  # the command line's --concurrency won over BROOQ's 4
+    assert "topics digest, email, concurrency 2" in err  # the command line's --concurrency won over BROOQ's 4
     assert PASSWORD not in out + err
 
 
@@ -214,24 +214,57 @@ def test_the_deploy_command_deploys_brooq_into_djangos_database(server: Server,
 def test_the_declare_command_declares_the_handlers_topics_before_any_worker(
         server: Server, template_db: str, app_env: dict[str, str]) -> None:
     """Right after migrate, no topic exists: a view's enqueue failed (UnknownTopic) until a
-    worker with brooq_admin started. `manage.py brooq_declare` declares them at deploy time."""
+    worker with brooq_admin started. `manage.py brooq_declare` declares the handlers' and
+    tasks' topics, and the schedules declared in code, at deploy time; a second run
+    changes nothing."""
     name = f"brooq_django_declare_{uuid.uuid4().hex[:8]}"
     db = server.create_db(name, template=template_db)  # brooq deployed, no topic yet
     try:
         with psycopg.connect(db, autocommit=True) as conn, pytest.raises(brooq.UnknownTopic):
             brooq.enqueue(conn, "email", {"order": 1})
         env = {**app_env, "APP_DB_NAME": name}
+        created = ["+ topic digest: max_attempts=3", "+ topic email: the default settings",
+                   '+ schedule digest.daily: cron=0 7 * * * topic=digest payload={"period":"day",'
+                   '"to":["team@example.com"]}']
+        dry = manage(env, "brooq_declare", "--dry-run")
+        out, err = dry.communicate(timeout=60)
+        assert (dry.returncode, out.splitlines()) == (
+            0, [*created, "dry run, nothing written: 3 to create, 0 to change, 0 to delete"]), err
         done = manage(env, "brooq_declare")
         out, err = done.communicate(timeout=60)
-        assert (done.returncode, out) == (0, "created topic email\n"), err
+        assert (done.returncode, out.splitlines()) == (
+            0, [*created, "declared: 3 created, 0 changed, 0 deleted"]), err
         with psycopg.connect(db, autocommit=True) as conn:
             row = conn.execute("select max_attempts from brooq.topics where name = 'email'").fetchone()
-            assert row == (5,)  # the handler's setting (shop/jobs.py)
+            assert row == (5,)  # the handler's setting (shop/jobs.py), the default too
             assert brooq.enqueue(conn, "email", {"order": 1}).created
+            assert conn.execute("select cron, topic from brooq.schedules").fetchall() == [("0 7 * * *", "digest")]
+            brooq.declare_topic(conn, "legacy")
         again = manage(env, "brooq_declare")
         out, err = again.communicate(timeout=60)
-        assert (again.returncode, out) == (
-            0, "declared topic email (it existed: its settings set again)\n"), err
+        assert (again.returncode, out.splitlines()) == (
+            0, ["? topic legacy: not in the code; --prune deletes it",
+                "nothing changes: the database holds the topics and schedules the code declares"]), err
+        pruned = manage(env, "brooq_declare", "--prune")
+        out, err = pruned.communicate(timeout=60)
+        assert (pruned.returncode, out.splitlines()) == (
+            0, ["- topic legacy", "declared: 0 created, 0 changed, 1 deleted"]), err
         assert PASSWORD not in out + err
     finally:
         server.drop_db(name)
+
+
+def test_a_task_enqueues_on_djangos_connection_checked_and_the_worker_registers_it(dsn: str) -> None:
+    import brooq.contrib.django as brooq_django
+    from django.db import transaction
+    from shop.jobs import Digest, send_digest
+
+    assert isinstance(send_digest, brooq.Task) and send_digest.payload_type is Digest
+    assert [t.topic for t in brooq_django.registry().tasks] == ["digest", "email"]
+    brooq_django.declare_topic("digest", max_attempts=3)
+    with pytest.raises(brooq.PayloadMismatch, match=r"payload does not fit Digest: to\[0\]: expected a string"):
+        send_digest.enqueue(brooq_django.connection(), Digest("week", [7]))  # type: ignore[list-item]
+    with transaction.atomic():
+        job = send_digest.enqueue(brooq_django.connection(), Digest("week", ["a@example.com"]))
+    assert jobs_of(dsn, "digest")[0].id == job.id
+    assert sorted(brooq_django.worker().topics) == ["digest", "email"]

@@ -1,9 +1,13 @@
-"""manage.py brooq_declare: declare the topics of the project's handlers, at deploy time.
+"""manage.py brooq_declare: make the database hold the project's topics and schedules, at
+deploy time.
 
-The handlers of brooq.contrib.django.handler (BROOQ['HANDLERS'], else the jobs module of
-each installed app), each topic with its handler's settings, as a worker with
-brooq_admin declares them when it starts: run it after `migrate` (or brooq_deploy), so
-that a view can enqueue before the first worker runs. Needs brooq_admin.
+The project's handlers (brooq.contrib.django.handler) and tasks (.task, .register), from
+BROOQ['HANDLERS'], else the jobs module of each installed app: each topic with its
+settings, as a worker with brooq_admin declares it when it starts, and the schedules
+declared in code (brooq.periodic, brooq.Schedule). It prints each change, as `brooq
+declare` does: what the database holds beyond the code is listed, and deleted only with
+--prune; --dry-run writes nothing. Run it after `migrate` (or brooq_deploy), so that a
+view can enqueue before the first worker runs. Needs brooq_admin.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from django.core.management.base import (  # type: ignore[import-untyped]
     CommandParser,
 )
 
-from brooq.contrib.django import declare_topics
+from brooq.contrib.django import declare, registry
 from brooq.errors import BrooqError
 from brooq.messages import _
+from brooq.tools import declare as shown
 from brooq.tools.text import describe
 
 
@@ -27,13 +32,14 @@ class Command(BaseCommand):  # type: ignore[misc]  # django ships no type hints
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--database", help=_("help.django.database"))
+        parser.add_argument("--prune", action="store_true", help=_("help.declare.prune"))
+        parser.add_argument("--dry-run", action="store_true", help=_("help.declare.dry_run"))
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if registry().empty():
+            raise CommandError(_("django.no_handlers"))
         try:
-            declared = declare_topics(using=options["database"])
+            changes = declare(using=options["database"], prune=options["prune"], dry_run=options["dry_run"])
         except BrooqError as exc:
             raise CommandError(describe(exc)) from exc
-        if not declared:
-            raise CommandError(_("django.no_handlers"))
-        for topic, created in declared:
-            self.stdout.write(_("django.topic_created" if created else "django.topic_declared", topic=topic))
+        shown.write(changes, self.stdout, dry_run=options["dry_run"])
