@@ -52,8 +52,9 @@ def installer(where: Path) -> str:
                               capture_output=True, text=True, check=False)
         if done.returncode == 0:
             return done.stdout
-    raise FileNotFoundError(f"no pgque.sql in {where} (a clone of https://github.com/NikolayS/pgque, "
-                            "its sql/ directory, the file, or a bare git directory)")
+    raise FileNotFoundError(f"no pgque.sql in {where} (a clone of "
+                            "https://github.com/NikolayS/pgque, its sql/ directory, the file, "
+                            "or a bare git directory)")
 
 
 class PgQue(System):

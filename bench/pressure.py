@@ -131,7 +131,8 @@ def subjects(srv: Server, args: argparse.Namespace) -> tuple[list[Subject], dict
             out.append(Subject(name, Brooq(dsn), "brooq", partial(brooq_worker, dsn)))
         elif name == "graphile":
             graphile = Graphile(dsn)
-            out.append(Subject(name, graphile, "graphile_worker", partial(graphile_worker, graphile)))
+            out.append(Subject(name, graphile, "graphile_worker",
+                               partial(graphile_worker, graphile)))
         else:
             pgque = PgQue(dsn, args.pgque_sql)
             out.append(Subject(name, pgque, "pgque", partial(pgque_worker, pgque)))
@@ -145,8 +146,9 @@ def fresh(subject: Subject) -> None:
     from no backlog and no dead tuples."""
     subject.system.reset()
     with psycopg.connect(subject.system.dsn, autocommit=True) as conn:
-        tables = conn.execute("select format('%%I.%%I', schemaname, relname) from pg_stat_user_tables"
-                              " where schemaname = %s", (subject.schema,)).fetchall()
+        tables = conn.execute("select format('%%I.%%I', schemaname, relname)"
+                              " from pg_stat_user_tables where schemaname = %s",
+                              (subject.schema,)).fetchall()
         for (table,) in tables:
             conn.execute(f"vacuum analyze {table}")
 
@@ -204,15 +206,18 @@ class Plan:
 def plans(args: argparse.Namespace) -> list[Plan]:
     out = []
     for rate in args.rates:
-        out.append(Plan(f"idle-{rate:g}", "idle", f"idle in transaction (an XID held {args.hold:g} s)"
-                        f" at {rate:,.0f} jobs/s", (args.clean, args.hold, args.after), (rate,) * 3))
+        out.append(Plan(f"idle-{rate:g}", "idle",
+                        f"idle in transaction (an XID held {args.hold:g} s) at {rate:,.0f} jobs/s",
+                        (args.clean, args.hold, args.after), (rate,) * 3))
     rr_len = (READERS - 1) * args.rr_every + args.rr_hold
     out.append(Plan("rr", "rr", f"{READERS} overlapping REPEATABLE READ transactions (each "
-                    f"{args.rr_hold:g} s, one every {args.rr_every:g} s) at {args.rr_rate:,.0f} jobs/s",
+                    f"{args.rr_hold:g} s, one every {args.rr_every:g} s) at "
+                    f"{args.rr_rate:,.0f} jobs/s",
                     (args.clean, rr_len, args.after), (args.rr_rate,) * 3))
     c = args.capacity
-    out.append(Plan("overload", "overload", f"overload: {1.5 * c:,.0f} jobs/s offered for {args.hold:g} s"
-                    f" to workers of {c:,.0f} jobs/s, {c / 2:,.0f} before and after",
+    out.append(Plan("overload", "overload",
+                    f"overload: {1.5 * c:,.0f} jobs/s offered for {args.hold:g} s to workers of "
+                    f"{c:,.0f} jobs/s, {c / 2:,.0f} before and after",
                     (args.clean, args.hold, args.hold + args.after), (c / 2, 1.5 * c, c / 2), c))
     out.append(Plan("burst", "burst", f"a burst of {args.burst:,} jobs into a queue at "
                     f"{args.trickle:g} jobs/s", (args.clean, args.burst_window, args.after),
@@ -227,7 +232,8 @@ class Offer(threading.Thread):
     offered i jobs, and whatever is due is enqueued in one call (at most a bulk
     batch). Records seq -> the time its commit returned (monotonic ns)."""
 
-    def __init__(self, system: System, t0: float, segments: list[tuple[float, float, float]]) -> None:
+    def __init__(self, system: System, t0: float,
+                 segments: list[tuple[float, float, float]]) -> None:
         super().__init__(daemon=True)
         self.system, self.t0, self.segments = system, t0, segments
         self.commits: dict[int, int] = {}
@@ -401,7 +407,8 @@ def run_one(subject: Subject, plan: Plan, args: argparse.Namespace) -> Run:
             if not args.quiet:
                 lat = run.latencies[k]
                 log(f"pressure {plan.scenario} {subject.name} {(k + 1) * args.every:5.0f}s "
-                    f"[{run.series[-1]['phase']}]: {run.started[k] / args.every:,.0f} jobs/s so far, "
+                    f"[{run.series[-1]['phase']}]: "
+                    f"{run.started[k] / args.every:,.0f} jobs/s so far, "
                     f"p50 {fmt(pct(lat, 50))} p99 {fmt(pct(lat, 99))} ms, {dead:,} dead, "
                     f"backlog {run.series[-1]['backlog']:,}")
         offer.halt.set()
@@ -414,7 +421,8 @@ def run_one(subject: Subject, plan: Plan, args: argparse.Namespace) -> Run:
         raise RuntimeError(f"pressure {plan.scenario} {subject.name}: {errors[0]!r}")
     for k, s in enumerate(run.series):
         lat = run.latencies[k]
-        s |= {"jobs_per_s": run.started[k] / args.every, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99)}
+        s |= {"jobs_per_s": run.started[k] / args.every, "p50_ms": pct(lat, 50),
+              "p99_ms": pct(lat, 99)}
     if burst is not None:
         run.pressure_end = (burst.last / 1e9) - t0 if burst.last else p_end
         run.burst = burst_figures(burst, trickle)
@@ -430,7 +438,8 @@ def burst_figures(burst: Burst, trickle: list[tuple[int, float]]) -> dict[str, A
     the latency of the trickle's jobs committed while it drained (all of them after the
     run's end if it did not drain)."""
     drained = burst.last_start if burst.started >= burst.size else 0
-    during = [ms for commit, ms in trickle if burst.first <= commit and (not drained or commit <= drained)]
+    during = [ms for commit, ms in trickle
+              if burst.first <= commit and (not drained or commit <= drained)]
     return {"jobs": burst.size, "enqueue_s": (burst.last - burst.first) / 1e9,
             "drain_s": (drained - burst.first) / 1e9 if drained else None,
             "drained": bool(drained), "trickle_jobs_during_drain": len(during),
@@ -502,8 +511,8 @@ def row(r: dict[str, Any]) -> str:
     ph = r["phases"]
     rates = [fmt(ph.get(n, {}).get("offered")) for n in PHASES]
     offered = rates[0] if len(set(rates)) == 1 else " / ".join(rates)
-    dead = (f"{fmt(ph.get('clean', {}).get('dead_max'))} / {fmt(ph.get('pressure', {}).get('dead_max'))}"
-            f" / {fmt(ph.get('after', {}).get('dead_end'))}")
+    dead = " / ".join(fmt(ph.get(n, {}).get(k)) for n, k in
+                      (("clean", "dead_max"), ("pressure", "dead_max"), ("after", "dead_end")))
     back = "not within the run" if r["recovery_s"] is None else f"{r['recovery_s']:.0f} s"
     cells = [r["scenario"], r["system"], offered, three(ph, "jobs_per_s"), three(ph, "p50_ms"),
              three(ph, "p99_ms"), dead, fmt(ph.get("pressure", {}).get("backlog_max")), back]
@@ -530,8 +539,10 @@ def summary(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-PANELS = (("jobs_per_s", "jobs started/s", "linear"), ("p99_ms", "latency p99 (p50 dotted), ms", "log"),
-          ("dead_tuples", "dead tuples in the schema", "linear"), ("backlog", "backlog, jobs", "linear"))
+PANELS = (("jobs_per_s", "jobs started/s", "linear"),
+          ("p99_ms", "latency p99 (p50 dotted), ms", "log"),
+          ("dead_tuples", "dead tuples in the schema", "linear"),
+          ("backlog", "backlog, jobs", "linear"))
 
 
 def plot(runs: list[dict[str, Any]], stem: Path) -> tuple[list[str], str | None]:
@@ -557,7 +568,8 @@ def plot(runs: list[dict[str, Any]], stem: Path) -> tuple[list[str], str | None]
                     ax.plot(xs, [s["p50_ms"] if s["p50_ms"] is not None else float("nan")
                                  for s in r["series"]], linestyle=":", color=color)
             if key == "jobs_per_s" and mine:
-                ax.step([s["t"] for s in mine[0]["series"]], [s["offered"] for s in mine[0]["series"]],
+                first = mine[0]["series"]
+                ax.step([s["t"] for s in first], [s["offered"] for s in first],
                         where="pre", color="grey", linestyle="--", label="offered")
             ax.set_ylabel(label)
             ax.set_yscale(scale)
@@ -590,9 +602,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--hold", type=duration, default=180.0,
                    help="idle in transaction, and the overload (3m)")
     p.add_argument("--after", type=duration, default=60.0, help="after the pressure (60s)")
-    p.add_argument("--warmup", type=duration, default=5.0, help="load not recorded, before clean (5s)")
+    p.add_argument("--warmup", type=duration, default=5.0,
+                   help="load not recorded, before clean (5s)")
     p.add_argument("--every", type=duration, default=5.0, help="the sampling interval (5s)")
-    p.add_argument("--rates", default="100,800", help="jobs/s of the idle-in-transaction runs (100,800)")
+    p.add_argument("--rates", default="100,800",
+                   help="jobs/s of the idle-in-transaction runs (100,800)")
     p.add_argument("--rr-rate", type=float, default=None, help="jobs/s of rr (the last of --rates)")
     p.add_argument("--rr-hold", type=duration, default=60.0, help="each REPEATABLE READ held (60s)")
     p.add_argument("--rr-every", type=duration, default=15.0, help="one opened every (15s)")
@@ -600,11 +614,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="the overload's workers: jobs started per second at most (1,000)")
     p.add_argument("--burst", type=int, default=50_000, help="the burst's jobs (50,000)")
     p.add_argument("--trickle", type=float, default=50.0, help="jobs/s around the burst (50)")
-    p.add_argument("--burst-window", type=duration, default=60.0, help="the burst's pressure phase (60s)")
+    p.add_argument("--burst-window", type=duration, default=60.0,
+                   help="the burst's pressure phase (60s)")
     p.add_argument("--pgque-sql", default=None, metavar="PATH",
                    help="PgQue's sql/pgque.sql: a clone of github.com/NikolayS/pgque, its sql/ "
-                        "directory, the file or a bare git directory (default $BROOQ_BENCH_PGQUE_SQL; "
-                        "without it PgQue is skipped)")
+                        "directory, the file or a bare git directory (default "
+                        "$BROOQ_BENCH_PGQUE_SQL; without it PgQue is skipped)")
     p.add_argument("--dsn", help="a superuser DSN of a server on this machine to create the "
                    "databases on (default: a throwaway cluster)")
     p.add_argument("--json", type=Path, help="default bench/results/<timestamp>-pressure.json")
@@ -612,7 +627,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
     args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-    if bad := [s for s in args.only if s not in SYSTEM_NAMES] + [s for s in args.scenarios if s not in KINDS]:
+    bad = [s for s in args.only if s not in SYSTEM_NAMES]
+    if bad := bad + [s for s in args.scenarios if s not in KINDS]:
         p.error(f"unknown systems or scenarios: {bad}")
     try:
         args.rates = [float(r) for r in args.rates.split(",") if r.strip()]
@@ -657,7 +673,7 @@ def main(argv: list[str]) -> int:
                          "settings": settings, "seconds": round(time.monotonic() - started, 1),
                          "cores": os.cpu_count(), "load_average_at_end": os.getloadavg(),
                          "skipped": skipped, "versions": versions,
-                         "latency": "producer's commit returned -> handler start (CLOCK_MONOTONIC)"},
+                         "latency": "the producer's commit returned -> handler start"},
                 "runs": runs, "summary_md": str(md), "plots": paths, "plots_skipped": why})
     print(f"pressure: clean {args.clean:g} s, hold {args.hold:g} s, after {args.after:g} s, "
           f"a sample every {args.every:g} s")
@@ -665,5 +681,6 @@ def main(argv: list[str]) -> int:
     for name, reason in skipped.items():
         print(f"  {name} skipped: {reason}")
     print(f"wrote {shown(out)}, {shown(md)}"
-          + (f" and {len(paths)} plots beside them" if paths else f" (no plots: {why})"))
+          + (f" and {len(paths)} plot{'s' if len(paths) > 1 else ''} beside them" if paths
+             else f" (no plots: {why})"))
     return 0
