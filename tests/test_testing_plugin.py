@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,33 @@ def test_async_handlers_and_a_mapping_of_handlers(brooq_conn: Conn) -> None:
     assert fate is not None and fate.result == {"n": 42}
 
 
+@dataclass
+class Invoice:  # a typed payload (at module level: the handler's annotation is a string)
+    order: int
+
+
+def test_a_task_and_a_registry_drain_as_a_worker_registers_them(brooq_conn: Conn) -> None:
+    @brooq.task("t.invoice", max_attempts=2)
+    def invoice(job: brooq.Job, payload: Invoice) -> dict[str, int]:
+        return {"invoiced": payload.order}
+
+    registry = brooq.Registry(invoice)
+    registry.topic("t.other_service")  # a topic without a task here: declared, not drained
+    assert declare_topics(brooq_conn, registry) == ["t.invoice", "t.other_service"]
+    job = invoice.enqueue(brooq_conn, Invoice(order=5))
+    assert_enqueued(brooq_conn, "t.invoice", Invoice(order=5))
+    drained = drain(brooq_conn, invoice)
+    assert drained.done == 1 and set(drained.topics) == {"t.invoice"}
+    assert brooq.retry(brooq_conn, job.id) is False  # done is never re-driven
+    second = invoice.enqueue(brooq_conn, Invoice(order=6))
+    drained = drain(brooq_conn, registry)
+    assert drained.done == 1 and set(drained.topics) == {"t.invoice"}
+    for made, order in ((job, 5), (second, 6)):
+        fate = brooq.get_job(brooq_conn, made.id)
+        assert fate is not None and (fate.state, fate.result, fate.max_attempts) == (
+            "done", {"invoiced": order}, 2)
+
+
 def test_drain_names_what_is_wrong(brooq_conn: Conn) -> None:
     worker = make_worker()
     worker.handler("t.never_declared")(lambda job: None)
@@ -236,7 +264,8 @@ def test_drain_names_what_is_wrong(brooq_conn: Conn) -> None:
         drain(brooq_conn, worker, "nope")
     with pytest.raises(ValueError, match="max_jobs: a positive integer, not 0"):
         drain(brooq_conn, worker, max_jobs=0)
-    with pytest.raises(TypeError, match="a brooq.Worker or a mapping of topic name to handler function, not list"):
+    with pytest.raises(TypeError, match="a brooq.Worker, a brooq.Task, a brooq.Registry or a mapping "
+                                        "of topic name to handler function, not list"):
         drain(brooq_conn, [worker])  # type: ignore[arg-type]
     with pytest.raises(brooq.UnknownTopic, match=r"t\.never_declared.*declare the topics first, in "
                                                  r"the test: brooq.testing.declare_topics\(conn, worker\)"):

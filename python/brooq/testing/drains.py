@@ -25,7 +25,7 @@ from psycopg import pq
 
 from brooq import queries
 from brooq.attempt import Attempt, TopicHandler
-from brooq.config import format_duration
+from brooq.config import WorkerConfig, format_duration
 from brooq.counters import Counters
 from brooq.errors import WORKER, BrooqError, translate, who
 from brooq.job import Job
@@ -40,14 +40,16 @@ from brooq.settler import Settler, log_extra
 from brooq.signals import find_signal
 from brooq.snapshot import TopicSnapshot
 from brooq.states import CLAIMABLE
+from brooq.tasks import Registry, Task
 from brooq.typed import with_payload
 from brooq.worker import Worker
 
 log = logging.getLogger("brooq.testing")
 
 Conn = psycopg.Connection[Any]
-Handlers = Worker | Mapping[str, Callable[..., Any]]
+Handlers = Worker | Task[Any] | Registry | Mapping[str, Callable[..., Any]]
 
+UNUSED_DSN = "postgresql:///brooq-testing"  # the scratch worker of a Task or a Registry: never connects
 WORKER_NAME = "brooq.testing"  # brooq.claim's worker: what locked_by shows while a handler runs
 DEFAULT_LEASE = timedelta(seconds=30)  # brooq.claim's default, for handlers given as a mapping
 DEFAULT_MAX_JOBS = 1000
@@ -127,10 +129,15 @@ class DrainLimit(BrooqError):
 
 def topic_handlers(handlers: Handlers) -> dict[str, TopicHandler]:
     """The handlers by topic: a brooq.Worker's registered ones (with the topic settings
-    and timeout given to @worker.handler), or a mapping of topic to handler function
-    (default topic settings, no timeout)."""
+    and timeout given to @worker.handler), a brooq.Task's or a brooq.Registry's tasks (as
+    worker.register registers them), or a mapping of topic to handler function (default
+    topic settings, no timeout)."""
     if isinstance(handlers, Worker):
         return dict(handlers._handlers)
+    if isinstance(handlers, (Task, Registry)):
+        scratch = Worker.from_config(WorkerConfig(dsn=UNUSED_DSN))  # the environment unread
+        scratch.register(handlers)
+        return dict(scratch._handlers)
     if isinstance(handlers, Mapping):
         found: dict[str, TopicHandler] = {}
         for topic, fn in handlers.items():
@@ -140,14 +147,19 @@ def topic_handlers(handlers: Handlers) -> dict[str, TopicHandler]:
             found[topic] = TopicHandler(topic, with_payload(fn), inspect.iscoroutinefunction(fn),
                                         None, TopicSettings())
         return found
-    raise TypeError(f"handlers: a brooq.Worker or a mapping of topic name to handler function, "
-                    f"not {type(handlers).__name__}")
+    raise TypeError(f"handlers: a brooq.Worker, a brooq.Task, a brooq.Registry or a mapping of "
+                    f"topic name to handler function, not {type(handlers).__name__}")
 
 
 def declare_topics(conn: Conn, handlers: Handlers) -> list[str]:
     """Declare the handlers' topics on ``conn`` (in its transaction), each with the
     settings its handler registered, as a worker with brooq_admin does when it starts:
-    what a test does before the code it tests enqueues. Returns the topics' names."""
+    what a test does before the code it tests enqueues. A brooq.Registry declares what
+    ``brooq declare --app`` declares: its topics (those without a task too) and its
+    schedules (Registry.declare). Returns the topics' names."""
+    if isinstance(handlers, Registry):
+        handlers.declare(conn)
+        return list(handlers.topics())
     found = topic_handlers(handlers)
     for h in found.values():
         declare(conn, h)
@@ -157,11 +169,11 @@ def declare_topics(conn: Conn, handlers: Handlers) -> list[str]:
 def drain(conn: Conn, handlers: Handlers, topics: str | Iterable[str] | None = None, *,
           scheduled: bool = False, max_jobs: int = DEFAULT_MAX_JOBS,
           lease: timedelta | None = None) -> Drained:
-    """Run ``handlers`` (a brooq.Worker, or a mapping of topic to handler function) on the
-    jobs of ``topics`` (default: every topic they handle) in this thread, on ``conn`` and
-    in its transaction, until brooq.claim gives no job of those topics; one job at a time,
-    each claimed and settled by the real SQL. Jobs their handlers enqueue (on ``conn``, or
-    with ``job.chain``) are run too.
+    """Run ``handlers`` (a brooq.Worker, a brooq.Task or brooq.Registry, or a mapping of
+    topic to handler function) on the jobs of ``topics`` (default: every topic they
+    handle) in this thread, on ``conn`` and in its transaction, until brooq.claim gives no
+    job of those topics; one job at a time, each claimed and settled by the real SQL. Jobs
+    their handlers enqueue (on ``conn``, or with ``job.chain``) are run too.
 
     ``scheduled``: also run the jobs that are not ready yet (enqueued with ``at`` or
     ``delay``, or failed and waiting out their backoff): when nothing is ready, brooq's
