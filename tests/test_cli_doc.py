@@ -85,7 +85,7 @@ CHECKED = [e for e in examples() if runs_here(e)]
 
 # Examples that succeed and show no id nor clock of the run that made them: the topic's
 # settings. They change the topic, so they run one after the other, in the page's order.
-STORY_COMMANDS = ("declare-topic", "alter-topic", "topic", "pause", "resume")
+STORY_COMMANDS = ("declare", "declare-topic", "alter-topic", "topic", "pause", "resume")
 STORY = [e for e in examples() if e.command.split()[:2] in (["brooq", c] for c in STORY_COMMANDS)
          and e.shown and not ERROR.match(e.shown[-1]) and "--dsn" not in e.command.split()]
 INSTANT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\+00:00")
@@ -102,10 +102,12 @@ def matches(shown: tuple[str, ...], actual: list[str]) -> bool:
 
 
 def myapp(directory: Path) -> None:
-    """The page's myapp.py (the ```python block of `brooq worker`)."""
-    m = re.search(r"`myapp\.py`:\n\n```python\n(.*?)```", PAGE.read_text(), re.DOTALL)
-    assert m is not None, "docs/cli.md lost its myapp.py"
-    (directory / "myapp.py").write_text(m.group(1))
+    """The page's myapp.py (the ```python block of `brooq worker`) and mytasks.py (of
+    `brooq declare`)."""
+    for name in ("myapp.py", "mytasks.py"):
+        m = re.search(rf"`{re.escape(name)}`:\n\n```python\n(.*?)```", PAGE.read_text(), re.DOTALL)
+        assert m is not None, f"docs/cli.md lost its {name}"
+        (directory / name).write_text(m.group(1))
 
 
 # The state the refusals were shown in: brooq deployed, the topics email (with 3 jobs

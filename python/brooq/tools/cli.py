@@ -545,7 +545,7 @@ def cmd_deploy(args: argparse.Namespace, out: TextIO) -> int:
 
 def load_registry(spec: str) -> Registry:
     """MODULE:OBJECT -> a brooq.Registry (OBJECT may also be a callable returning one)."""
-    from brooq.tasks import Registry
+    from brooq.tasks import Registry, Task
 
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -561,7 +561,7 @@ def load_registry(spec: str) -> Registry:
             obj = getattr(obj, part)
         except AttributeError as exc:
             raise Failure(_("cli.no_attribute", module=module_name, attr=attr)) from exc
-    if not isinstance(obj, Registry) and callable(obj) and not isinstance(obj, type):
+    if not isinstance(obj, (Registry, Task)) and callable(obj) and not isinstance(obj, type):
         try:
             obj = obj()
         except BrooqError:
