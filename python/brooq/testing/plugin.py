@@ -30,7 +30,7 @@ DSN_VARIABLE = "BROOQ_TEST_DSN"
 
 
 @contextmanager
-def test_database(server_dsn: str | None = None) -> Iterator[str]:
+def database(server_dsn: str | None = None) -> Iterator[str]:
     """A fresh database with brooq deployed, dropped at the end: its DSN. On the server of
     ``server_dsn`` (a superuser's; default $BROOQ_TEST_DSN), else in a throwaway cluster."""
     server_dsn = server_dsn or os.environ.get(DSN_VARIABLE) or None
@@ -48,9 +48,6 @@ def test_database(server_dsn: str | None = None) -> Iterator[str]:
             yield dsn
     finally:
         cluster.stop()
-
-
-test_database.__test__ = False  # type: ignore[attr-defined]  # not a test of pytest's
 
 
 @contextmanager
@@ -94,7 +91,7 @@ def brooq_dsn() -> Iterator[str]:
     commits there stays for the tests after it: prefer brooq_conn."""
     with ExitStack() as stack:
         try:
-            dsn = stack.enter_context(test_database())
+            dsn = stack.enter_context(database())
         except (NoServer, RuntimeError) as exc:
             pytest.fail(f"brooq.testing: {exc}", pytrace=False)
         yield dsn
