@@ -267,6 +267,8 @@ def test_drain_names_what_is_wrong(brooq_conn: Conn) -> None:
     with pytest.raises(TypeError, match="a brooq.Worker, a brooq.Task, a brooq.Registry or a mapping "
                                         "of topic name to handler function, not list"):
         drain(brooq_conn, [worker])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="drain takes a psycopg.Connection .the test's., not str"):
+        drain("postgresql://", worker)  # type: ignore[arg-type]
     with pytest.raises(brooq.UnknownTopic, match=r"t\.never_declared.*declare the topics first, in "
                                                  r"the test: brooq.testing.declare_topics\(conn, worker\)"):
         drain(brooq_conn, worker)

@@ -188,6 +188,9 @@ def drain(conn: Conn, handlers: Handlers, topics: str | Iterable[str] | None = N
     An async one runs with asyncio.run(), bounded by its timeout. Each attempt runs in a
     savepoint when ``conn`` is in a transaction: a handler that raises leaves none of its
     writes on ``conn``, and the transaction usable. Returns a Drained summary."""
+    if not isinstance(conn, psycopg.Connection):
+        raise TypeError(f"drain takes a psycopg.Connection (the test's), not {type(conn).__name__}"
+                        " (an AsyncConnection: drain runs sync; open a sync connection to drain)")
     found = topic_handlers(handlers)
     names = _topics(found, topics)
     if not isinstance(max_jobs, int) or max_jobs < 1:
