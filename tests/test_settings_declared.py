@@ -188,3 +188,19 @@ def test_the_handler_checks_the_lease_against_the_max_lease_it_declares() -> Non
         worker.handler("t")(lambda job: None)
     worker.handler("t", max_lease=timedelta(hours=2))(lambda job: None)
     assert worker._handlers["t"].settings.max_lease == timedelta(hours=2)
+
+
+def test_the_sql_api_page_lists_every_topic_setting_of_declare_topic() -> None:
+    """docs/sql-api.md's table of declare_topic's parameters: the name, then exactly the
+    settings TopicSettings declares (rate and per share a row). The python guide's table
+    of the worker's settings is held by tests/test_client_config.py."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "sql-api.md").read_text()
+    table = page[page.index("| parameter | meaning | allowed |"):]
+    table = table[:table.index("\n\n")]
+    listed = [name for line in table.splitlines()[2:]
+              for name in re.findall(r"`(\w+)`", line.split("|")[1])]
+    assert listed[0] == "name"
+    assert sorted(listed[1:]) == sorted(settings.NAMES)
