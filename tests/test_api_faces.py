@@ -72,3 +72,27 @@ def test_every_face_has_every_call_with_the_declared_signature(module: str, name
     assert got.return_annotation == want.return_annotation, f"{module}.{name}"
     assert fn.__doc__ and fn.__doc__.startswith(getattr(calls, name).__doc__.split("\n")[0]), \
         f"{module}.{name}: its doc is the declaration's"
+
+
+# A typed task's faces (brooq.Task): the declaration's parameters after the topic and the
+# payload, its own first ones (the connection and the payload) before them.
+TASK_FACES = {"enqueue": ("enqueue", False), "enqueue_async": ("enqueue", True),
+              "enqueue_many": ("enqueue_many", False), "enqueue_many_async": ("enqueue_many", True)}
+
+
+@pytest.mark.parametrize("method", TASK_FACES)
+def test_a_tasks_enqueue_takes_the_declared_options(method: str) -> None:
+    name, awaited = TASK_FACES[method]
+    fn = getattr(brooq.Task, method)
+    assert inspect.iscoroutinefunction(fn) is awaited, method
+    own = list(inspect.signature(fn, eval_str=True).parameters.values())
+    want = declared(name)
+    assert [p.name for p in own[:3]] == ["self", "conn", list(want.parameters)[1]], method
+    assert own[3:] == list(want.parameters.values())[2:], f"Task.{method} drifted from {name}{want}"
+    assert inspect.signature(fn, eval_str=True).return_annotation == want.return_annotation, method
+
+
+def test_the_task_names_are_public() -> None:
+    for name in ("Task", "Registry", "Schedule", "PayloadMismatch", "task", "periodic"):
+        assert name in brooq.__all__ and getattr(brooq, name) is getattr(brooq.tasks, name), name
+    assert brooq.Worker.register is brooq.tasks.register

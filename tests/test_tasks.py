@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 from datetime import timedelta
 from typing import Any, Literal, TypedDict
 
 import brooq
 import psycopg
 import pytest
-from brooq import calls
 from helpers import FAST, fate, running, wait_for
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -76,17 +74,6 @@ def test_a_task_is_its_handler_with_its_topic_settings_and_payload_type() -> Non
         brooq.task("x", max_attemps=3)  # a misspelt setting, at import
     with pytest.raises(brooq.InvalidArgument, match="invalid topic name 'Email'"):
         brooq.task("Email")
-
-
-def test_the_enqueue_options_are_brooq_enqueues() -> None:
-    """Task.enqueue and enqueue_many (and their async twins) take brooq.enqueue's and
-    enqueue_many's options, by the same names, kinds and defaults: a face that drifts fails."""
-    for method, declaration in ((brooq.Task.enqueue, calls.enqueue), (brooq.Task.enqueue_async, calls.enqueue),
-                                (brooq.Task.enqueue_many, calls.enqueue_many),
-                                (brooq.Task.enqueue_many_async, calls.enqueue_many)):
-        own = list(inspect.signature(method, eval_str=True).parameters.values())[3:]
-        declared = list(inspect.signature(declaration, eval_str=True).parameters.values())[2:]
-        assert own == declared, method.__name__
 
 
 def test_enqueue_checks_the_payload_against_the_type_before_writing(conn: Conn) -> None:
