@@ -74,13 +74,13 @@ class Task(Generic[T]):
     :func:`task` or ``Registry.task``. Calling it calls the handler."""
 
     def __init__(self, topic: str, fn: Callable[..., Any], settings: HandlerSettings) -> None:
+        functools.update_wrapper(self, fn)  # its name, doc and signature (first: it copies fn's __dict__)
         self.topic: str = _check_topic(topic)
         self.fn = fn
         self.settings = settings
         kind = typed.payload_type(fn)
         self.payload_type: Any = Any if kind is None else kind
         self.schedules: tuple[Schedule, ...] = ()  # brooq.periodic
-        functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
         return f"<brooq.Task {self.topic} {_qualname(self.fn)}>"
