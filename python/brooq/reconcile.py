@@ -16,9 +16,9 @@ admin. Needs brooq_admin.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import psycopg
 from psycopg.rows import class_row
@@ -27,8 +27,34 @@ from brooq import admin, queries, settings
 from brooq.errors import ADMIN, TopicInUse, mapped
 from brooq.settings import Topic, TopicSettings
 
-if TYPE_CHECKING:
-    from brooq.tasks import Registry, Schedule
+
+class Schedule(Protocol):
+    """A schedule as declared in code (brooq.Schedule), read by its fields."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def cron(self) -> str: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def payload(self) -> Any: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def ticker(self) -> str | None: ...
+
+
+class Registry(Protocol):
+    """What an application declares (brooq.Registry), read by its shape: brooq.tasks
+    imports this module, never the other way."""
+
+    @property
+    def schedules(self) -> Sequence[Schedule]: ...
+
+    def topics(self) -> dict[str, TopicSettings]: ...
+
+    def check(self) -> None: ...
 
 __all__ = ["Change", "ScheduleRow", "apply", "declare", "plan"]
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 import psycopg
 
@@ -37,7 +37,6 @@ from brooq.settings import HandlerSettings, TopicSettings, topic_settings
 
 if TYPE_CHECKING:
     from brooq.reconcile import Change
-    from brooq.worker import Worker
 
 __all__ = ["PayloadMismatch", "Registry", "Schedule", "Task", "periodic", "register", "task"]
 
@@ -373,12 +372,20 @@ class Registry:
     def declare(self, conn: Conn, *, prune: bool = False, dry_run: bool = False) -> list[Change]:
         """Make the database hold this registry's topics and schedules, in one transaction
         on ``conn``: brooq.reconcile.declare. Needs brooq_admin."""
-        from brooq.reconcile import declare
+        from brooq.reconcile import declare  # brooq.reconcile reads a registry by its shape only
 
         return declare(conn, self, prune=prune, dry_run=dry_run)
 
 
-def register(worker: Worker, *items: Task[Any] | Registry) -> None:
+class HandlerHost(Protocol):
+    """What register needs of a worker (brooq.Worker): its handler decorator; read by its
+    shape, so that brooq.worker imports this module and never the other way."""
+
+    @property
+    def handler(self) -> Callable[..., Callable[[Callable[..., Any]], Any]]: ...
+
+
+def register(worker: HandlerHost, *items: Task[Any] | Registry) -> None:
     """Register tasks on a worker (``worker.register(send, ...)``): each handler with its
     topic and settings, as ``@worker.handler(topic, **settings)`` does; a Registry's tasks
     all. Its schedules are the database's: the workers tick them wherever they run."""
