@@ -346,3 +346,37 @@ def test_drop_topic(conn: Conn, db: str) -> None:
     assert run(db, body) == 2
     assert count(conn, "retired") == 0
     assert conn.execute("select count(*) from brooq.topics where name in ('emial', 'retired')").fetchone() == (0,)
+
+
+def test_the_reads_an_operator_makes(conn: Conn, db: str) -> None:
+    """get_topic, count_jobs, list_schedules and health: what `brooq topic`, `brooq flush`'s
+    confirmation, `brooq schedule --list` and `brooq health` print."""
+    brooq.declare_topic(conn, "admin.read", max_attempts=7)
+    assert brooq.get_topic(conn, "admin.nothing") is None
+    topic = brooq.get_topic(conn, "admin.read")
+    assert topic is not None and (topic.name, topic.settings.max_attempts, topic.paused) == ("admin.read", 7, False)
+
+    brooq.enqueue_many(conn, "admin.read", [{}, {}, {}])
+    dead_job(conn, "admin.read")
+    assert brooq.count_jobs(conn, topic="admin.read") == 4
+    assert brooq.count_jobs(conn, topic=["admin.read", "admin.nothing"], states=["pending"]) == 3
+    assert brooq.count_jobs(conn, topic="admin.read", states=["dead", "done"]) == 1
+    with pytest.raises(brooq.InvalidArgument, match="not the string 'dead'"):
+        brooq.count_jobs(conn, states="dead")
+
+    brooq.schedule(conn, "admin-read", "*/10 * * * * *", "admin.read", {"n": [1, 2]}, ticker="workers")
+    mine = [s for s in brooq.list_schedules(conn) if s.name == "admin-read"]
+    assert [(s.cron, s.ticker, s.topic, s.payload, s.last_job_id) for s in mine] == [
+        ("*/10 * * * * *", "workers", "admin.read", {"n": [1, 2]}, None)]
+    brooq.unschedule(conn, "admin-read")
+
+    checks = brooq.health(conn)
+    assert checks and all(c.status in ("ok", "warn", "fail") and c.detail for c in checks)
+
+    async def body(aconn: AConn) -> tuple[Any, ...]:
+        return (await aio.get_topic(aconn, "admin.read"), await aio.count_jobs(aconn, topic="admin.read"),
+                await aio.list_schedules(aconn), [c.name for c in await aio.health(aconn)])
+
+    got = run(db, body)
+    assert (got[0], got[1], got[3]) == (topic, 4, [c.name for c in checks])
+    assert "admin-read" not in [s.name for s in got[2]]

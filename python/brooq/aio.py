@@ -18,9 +18,10 @@ from __future__ import annotations
 from brooq import calls, faces
 from brooq.waiting import wait_async as wait
 
-__all__ = ["alter_topic", "cancel", "children", "declare_topic", "drop_topic", "enqueue", "enqueue_many",
-           "flush", "get_job", "list_jobs", "parents", "pause_topic", "resume_topic", "retry",
-           "retry_dead", "schedule", "topic_stats", "unschedule", "wait"]
+__all__ = ["alter_topic", "cancel", "children", "count_jobs", "declare_topic", "drop_topic",
+           "enqueue", "enqueue_many", "flush", "get_job", "get_topic", "health", "list_jobs",
+           "list_schedules", "parents", "pause_topic", "resume_topic", "retry", "retry_dead",
+           "schedule", "topic_stats", "unschedule", "wait"]
 
 enqueue = faces.awaited(calls.enqueue, __name__)
 enqueue_many = faces.awaited(calls.enqueue_many, __name__)
@@ -28,7 +29,9 @@ get_job = faces.awaited(calls.get_job, __name__)
 parents = faces.awaited(calls.parents, __name__)
 children = faces.awaited(calls.children, __name__)
 list_jobs = faces.awaited(calls.list_jobs, __name__)
+count_jobs = faces.awaited(calls.count_jobs, __name__)
 topic_stats = faces.awaited(calls.topic_stats, __name__)
+get_topic = faces.awaited(calls.get_topic, __name__)
 declare_topic = faces.awaited(calls.declare_topic, __name__)
 alter_topic = faces.awaited(calls.alter_topic, __name__)
 pause_topic = faces.awaited(calls.pause_topic, __name__)
@@ -39,4 +42,6 @@ retry_dead = faces.awaited(calls.retry_dead, __name__)
 flush = faces.awaited(calls.flush, __name__)
 schedule = faces.awaited(calls.schedule, __name__)
 unschedule = faces.awaited(calls.unschedule, __name__)
+list_schedules = faces.awaited(calls.list_schedules, __name__)
 drop_topic = faces.awaited(calls.drop_topic, __name__)
+health = faces.awaited(calls.health, __name__)

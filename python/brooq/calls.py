@@ -26,14 +26,15 @@ from brooq.declared import takes_settings
 from brooq.errors import ADMIN, PRODUCER, WORKER, InvalidArgument, KeyBusy, UndecodableJob
 from brooq.faces import Read, Statement, Traced
 from brooq.payload import Undecodable, jsonb
-from brooq.rows import ChildJob, ParentJob, TopicStats
+from brooq.rows import ChildJob, HealthCheck, ParentJob, ScheduleStatus, TopicStats
 from brooq.settings import Topic, TopicSettings, parameters, topic_row
 from brooq.states import CLAIMABLE, STATES
 
 # The calls every face has, in the order the docs list them.
-DECLARED = ("enqueue", "enqueue_many", "get_job", "parents", "children", "list_jobs", "topic_stats",
-            "declare_topic", "alter_topic", "pause_topic", "resume_topic", "cancel", "retry",
-            "retry_dead", "flush", "schedule", "unschedule", "drop_topic")
+DECLARED = ("enqueue", "enqueue_many", "get_job", "parents", "children", "list_jobs", "count_jobs",
+            "topic_stats", "get_topic", "declare_topic", "alter_topic", "pause_topic", "resume_topic",
+            "cancel", "retry", "retry_dead", "flush", "schedule", "unschedule", "list_schedules",
+            "drop_topic", "health")
 
 
 # --- results --------------------------------------------------------------------------
@@ -111,6 +112,7 @@ def _same(value: Any) -> Any:
 ONE_ENQUEUED: Read[Enqueued] = Read(None, False, _enqueued)
 ALL_ENQUEUED: Read[list[Enqueued]] = Read(None, True, _all_enqueued)
 TOPIC: Read[Topic] = Read(topic_row, False, _one)
+TOPIC_OR_NONE: Read[Topic | None] = Read(topic_row, False, _same)
 FLAG: Read[bool] = Read(scalar_row, False, bool)
 COUNT: Read[int] = Read(scalar_row, False, _count)
 FATE: Read[JobFate | None] = Read(class_row(JobFate), False, decoded, json=True)
@@ -254,6 +256,16 @@ def children(job_id: int, *, limit: int = 100) -> Statement[list[ChildJob]]:
                      Read(class_row(ChildJob), True, _same))
 
 
+def _filters(topic: str | Sequence[str] | None, states: Sequence[str] | None) -> dict[str, Any]:
+    """The topics and states parameters of queries.LIST_JOBS and COUNT_JOBS (None: any)."""
+    if isinstance(states, str):  # it would be read as its letters
+        raise InvalidArgument(f"states must be a list of states, not the string {states[:200]!r}")
+    if states is not None and (bad := sorted(set(states) - set(STATES))):
+        raise InvalidArgument(f"unknown state {bad[0][:40]!r}: one of {', '.join(STATES)}")
+    return {"topics": None if topic is None else [topic] if isinstance(topic, str) else list(topic),
+            "states": None if states is None else list(states)}
+
+
 def list_jobs(*, topic: str | Sequence[str] | None = None, states: Sequence[str] | None = None,
               limit: int = 50) -> Statement[list[JobFate]]:
     """Jobs newest first (highest id), at most ``limit`` (1 to 10000), of ``topic`` (a
@@ -261,17 +273,39 @@ def list_jobs(*, topic: str | Sequence[str] | None = None, states: Sequence[str]
     result or progress Python cannot decode is given as a brooq.Undecodable (a str that
     says why): one such job never hides the others."""
     _limit(limit)
-    if states is not None and (bad := sorted(set(states) - set(STATES))):
-        raise InvalidArgument(f"unknown state {bad[0][:40]!r}: one of {', '.join(STATES)}")
-    return Statement(queries.LIST_JOBS, {
-        "topics": None if topic is None else [topic] if isinstance(topic, str) else list(topic),
-        "states": None if states is None else list(states),
-        "limit": limit}, PRODUCER, FATES)
+    return Statement(queries.LIST_JOBS, {**_filters(topic, states), "limit": limit}, PRODUCER, FATES)
+
+
+def count_jobs(*, topic: str | Sequence[str] | None = None,
+               states: Sequence[str] | None = None) -> Statement[int]:
+    """How many jobs there are of ``topic`` (a name, or several) and in ``states`` when
+    given, with list_jobs's filters: e.g. what ``flush`` would delete."""
+    return Statement(queries.COUNT_JOBS, _filters(topic, states), PRODUCER, COUNT)
 
 
 def topic_stats() -> Statement[list[TopicStats]]:
     """Depth and lag of every topic (brooq.topic_stats), ordered by topic."""
     return Statement(queries.TOPIC_STATS, [], WORKER, Read(class_row(TopicStats), True, _same))
+
+
+def get_topic(name: str) -> Statement[Topic | None]:
+    """A topic as stored: its settings, whether it is paused, when it was declared and last
+    changed (brooq.topics); None when no topic has this name (needs brooq_worker)."""
+    return Statement(queries.TOPIC, [name], WORKER, TOPIC_OR_NONE)
+
+
+def list_schedules() -> Statement[list[ScheduleStatus]]:
+    """Every periodic job (brooq.schedules), by name: its cron, who ticks it, its topic and
+    payload, its next and last tick, the last job it enqueued and that job's state, and the
+    last tick's error (needs brooq_worker). A payload Python cannot decode is a
+    brooq.Undecodable."""
+    return Statement(queries.SCHEDULES, [], WORKER, Read(class_row(ScheduleStatus), True, _same, json=True))
+
+
+def health() -> Statement[list[HealthCheck]]:
+    """What needs a person (brooq.health()): each check's name, its status (ok; warn, look
+    at it soon; fail, look at it now) and what it saw (needs brooq_worker)."""
+    return Statement(queries.HEALTH, [], WORKER, Read(class_row(HealthCheck), True, _same))
 
 
 # --- topic administration (brooq_admin) -----------------------------------------------

@@ -66,12 +66,9 @@ TOPIC: LiteralString = "select " + settings.COLUMNS + " from brooq.topics where 
 
 CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 
-# Flush (admin): delete a topic's jobs in some states at once (`brooq flush`); the count
-# first, for the confirmation.
+# Flush (admin): delete a topic's jobs in some states at once (`brooq flush`, which
+# counts them first with COUNT_JOBS, for the confirmation).
 FLUSH: LiteralString = "select brooq.flush(topic => %s::text, states => %s::text[])"
-FLUSH_COUNT: LiteralString = """
-select count(*) from brooq.jobs where topic = %s::text and state = any(%s::text[])
-"""
 
 # Re-drive (admin): a dead or canceled job back to pending; a topic's dead jobs in bulk.
 RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint, rearm_children => %s::boolean)"
@@ -117,6 +114,14 @@ select id, topic, state, attempts, max_attempts, priority, last_error, result, p
    and (%(states)s::text[] is null or state = any(%(states)s::text[]))
  order by id desc
  limit %(limit)s::integer
+"""
+
+# brooq.count_jobs: LIST_JOBS's filters, counted.
+COUNT_JOBS: LiteralString = """
+select count(*)
+  from brooq.jobs
+ where (%(topics)s::text[] is null or topic = any(%(topics)s::text[]))
+   and (%(states)s::text[] is null or state = any(%(states)s::text[]))
 """
 
 TOPIC_STATS: LiteralString = """
@@ -170,7 +175,7 @@ select name, cron, ticker, topic, payload::text as payload, priority
  order by name
 """
 
-# The worker's ticking room (brooq.ticker): the workers' schedules that are due.
+# The worker's ticker (brooq.ticker): the workers' schedules that are due.
 TICK_SCHEDULES: LiteralString = """
 select schedule, tick, job_id, created, error from brooq.tick_schedules(max_ticks => %s::integer)
 """

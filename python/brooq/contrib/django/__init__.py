@@ -47,10 +47,10 @@ if TYPE_CHECKING:
     from brooq.tools.deploy import Deployed
 
 __all__ = ["Settings", "Using", "alter_topic", "brooq_settings", "cancel", "children", "connection",
-           "declare", "declare_topic", "declare_topics", "deploy_schema", "drop_topic", "dsn", "enqueue",
-           "enqueue_many", "flush", "get_job", "handler", "list_jobs", "parents", "pause_topic", "register",
-           "registry", "resume_topic", "retry", "retry_dead", "schedule", "task", "topic_stats", "unschedule",
-           "worker"]
+           "count_jobs", "declare", "declare_topic", "declare_topics", "deploy_schema", "drop_topic", "dsn",
+           "enqueue", "enqueue_many", "flush", "get_job", "get_topic", "handler", "health", "list_jobs",
+           "list_schedules", "parents", "pause_topic", "register", "registry", "resume_topic", "retry",
+           "retry_dead", "schedule", "task", "topic_stats", "unschedule", "worker"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -226,7 +226,9 @@ get_job = on_django(calls.get_job)
 parents = on_django(calls.parents)
 children = on_django(calls.children)
 list_jobs = on_django(calls.list_jobs)
+count_jobs = on_django(calls.count_jobs)
 topic_stats = on_django(calls.topic_stats)
+get_topic = on_django(calls.get_topic)
 declare_topic = on_django(calls.declare_topic)
 alter_topic = on_django(calls.alter_topic)
 pause_topic = on_django(calls.pause_topic)
@@ -237,7 +239,9 @@ retry_dead = on_django(calls.retry_dead)
 flush = on_django(calls.flush)
 schedule = on_django(calls.schedule)
 unschedule = on_django(calls.unschedule)
+list_schedules = on_django(calls.list_schedules)
 drop_topic = on_django(calls.drop_topic)
+health = on_django(calls.health)
 
 
 # --- handlers and the worker ---------------------------------------------------------

@@ -24,9 +24,10 @@ from sqlalchemy.orm import Session
 
 from brooq import calls, faces
 
-__all__ = ["alter_topic", "cancel", "children", "connection", "declare_topic", "drop_topic",
-           "enqueue", "enqueue_many", "flush", "get_job", "list_jobs", "parents", "pause_topic",
-           "resume_topic", "retry", "retry_dead", "schedule", "topic_stats", "unschedule"]
+__all__ = ["alter_topic", "cancel", "children", "connection", "count_jobs", "declare_topic",
+           "drop_topic", "enqueue", "enqueue_many", "flush", "get_job", "get_topic", "health",
+           "list_jobs", "list_schedules", "parents", "pause_topic", "resume_topic", "retry",
+           "retry_dead", "schedule", "topic_stats", "unschedule"]
 
 Bind = Session | Connection
 # The psycopg dialect, sync (postgresql+psycopg) or async (its driver is "psycopg" from a
@@ -76,7 +77,9 @@ get_job = faces.via(connection, calls.get_job, __name__)
 parents = faces.via(connection, calls.parents, __name__)
 children = faces.via(connection, calls.children, __name__)
 list_jobs = faces.via(connection, calls.list_jobs, __name__)
+count_jobs = faces.via(connection, calls.count_jobs, __name__)
 topic_stats = faces.via(connection, calls.topic_stats, __name__)
+get_topic = faces.via(connection, calls.get_topic, __name__)
 declare_topic = faces.via(connection, calls.declare_topic, __name__)
 alter_topic = faces.via(connection, calls.alter_topic, __name__)
 pause_topic = faces.via(connection, calls.pause_topic, __name__)
@@ -87,4 +90,6 @@ retry_dead = faces.via(connection, calls.retry_dead, __name__)
 flush = faces.via(connection, calls.flush, __name__)
 schedule = faces.via(connection, calls.schedule, __name__)
 unschedule = faces.via(connection, calls.unschedule, __name__)
+list_schedules = faces.via(connection, calls.list_schedules, __name__)
 drop_topic = faces.via(connection, calls.drop_topic, __name__)
+health = faces.via(connection, calls.health, __name__)

@@ -12,9 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from brooq import calls, faces
 from brooq.contrib.sqlalchemy import PSYCOPG, article, refuse
 
-__all__ = ["alter_topic", "cancel", "children", "connection", "declare_topic", "drop_topic",
-           "enqueue", "enqueue_many", "flush", "get_job", "list_jobs", "parents", "pause_topic",
-           "resume_topic", "retry", "retry_dead", "schedule", "topic_stats", "unschedule"]
+__all__ = ["alter_topic", "cancel", "children", "connection", "count_jobs", "declare_topic",
+           "drop_topic", "enqueue", "enqueue_many", "flush", "get_job", "get_topic", "health",
+           "list_jobs", "list_schedules", "parents", "pause_topic", "resume_topic", "retry",
+           "retry_dead", "schedule", "topic_stats", "unschedule"]
 
 AsyncBind = AsyncSession | AsyncConnection
 
@@ -47,7 +48,9 @@ get_job = faces.via_async(connection, calls.get_job, __name__)
 parents = faces.via_async(connection, calls.parents, __name__)
 children = faces.via_async(connection, calls.children, __name__)
 list_jobs = faces.via_async(connection, calls.list_jobs, __name__)
+count_jobs = faces.via_async(connection, calls.count_jobs, __name__)
 topic_stats = faces.via_async(connection, calls.topic_stats, __name__)
+get_topic = faces.via_async(connection, calls.get_topic, __name__)
 declare_topic = faces.via_async(connection, calls.declare_topic, __name__)
 alter_topic = faces.via_async(connection, calls.alter_topic, __name__)
 pause_topic = faces.via_async(connection, calls.pause_topic, __name__)
@@ -58,4 +61,6 @@ retry_dead = faces.via_async(connection, calls.retry_dead, __name__)
 flush = faces.via_async(connection, calls.flush, __name__)
 schedule = faces.via_async(connection, calls.schedule, __name__)
 unschedule = faces.via_async(connection, calls.unschedule, __name__)
+list_schedules = faces.via_async(connection, calls.list_schedules, __name__)
 drop_topic = faces.via_async(connection, calls.drop_topic, __name__)
+health = faces.via_async(connection, calls.health, __name__)
