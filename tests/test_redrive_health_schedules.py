@@ -98,16 +98,16 @@ def test_retry_needs_the_admin_role(db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute("select brooq.declare_topic('mail', max_attempts => 1)")
         job_id = dead_job(conn, "mail")
-        conn.execute("drop role if exists cockpit_worker")
-        conn.execute("create role cockpit_worker login in role brooq_worker")
+        conn.execute("drop role if exists health_worker")
+        conn.execute("create role health_worker login in role brooq_worker")
     try:
-        as_worker = psycopg.conninfo.make_conninfo(db, user="cockpit_worker")
+        as_worker = psycopg.conninfo.make_conninfo(db, user="health_worker")
         done = brooq("retry", str(job_id), dsn=as_worker)
         assert done.returncode == 1
         assert "brooq_admin" in done.stderr and "42501" in done.stderr
     finally:
         with psycopg.connect(db, autocommit=True) as conn:
-            conn.execute("drop role cockpit_worker")
+            conn.execute("drop role health_worker")
 
 
 # --- health -----------------------------------------------------------------------
@@ -217,19 +217,19 @@ def test_health_sees_leases_nobody_reaps_paused_topics_and_jobs_that_keep_losing
 
 def test_health_is_for_workers_and_admins(db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("drop role if exists cockpit_producer")
-        conn.execute("create role cockpit_producer login in role brooq_producer")
-        conn.execute("drop role if exists cockpit_worker")
-        conn.execute("create role cockpit_worker login in role brooq_worker")
+        conn.execute("drop role if exists health_producer")
+        conn.execute("create role health_producer login in role brooq_producer")
+        conn.execute("drop role if exists health_worker")
+        conn.execute("create role health_worker login in role brooq_worker")
     try:
-        worker = brooq("health", dsn=psycopg.conninfo.make_conninfo(db, user="cockpit_worker"))
+        worker = brooq("health", dsn=psycopg.conninfo.make_conninfo(db, user="health_worker"))
         assert worker.returncode == 0, worker.stdout + worker.stderr
-        producer = brooq("health", dsn=psycopg.conninfo.make_conninfo(db, user="cockpit_producer"))
+        producer = brooq("health", dsn=psycopg.conninfo.make_conninfo(db, user="health_producer"))
         assert producer.returncode == 1 and "brooq_worker" in producer.stderr and "42501" in producer.stderr
     finally:
         with psycopg.connect(db, autocommit=True) as conn:
-            conn.execute("drop role cockpit_producer")
-            conn.execute("drop role cockpit_worker")
+            conn.execute("drop role health_producer")
+            conn.execute("drop role health_worker")
 
 
 # --- periodic jobs ------------------------------------------------------------------
@@ -240,43 +240,43 @@ def cron_conn(tap_dsn: str) -> Iterator[Conn]:
     with psycopg.connect(tap_dsn, autocommit=True) as conn:
         if conn.execute("select to_regnamespace('cron') is null").fetchone() == (True,):
             pytest.skip("pg_cron is not installed in the test database")
-        conn.execute("select brooq.declare_topic('cockpit.report')")
+        conn.execute("select brooq.declare_topic('periodic.report')")
         try:
             yield conn
         finally:
-            for (name,) in conn.execute("select name from brooq.schedules where topic = 'cockpit.report'").fetchall():
+            for (name,) in conn.execute("select name from brooq.schedules where topic = 'periodic.report'").fetchall():
                 conn.execute("select brooq.unschedule(%s)", [name])
-            conn.execute("delete from brooq.job where topic = 'cockpit.report'")
+            conn.execute("delete from brooq.job where topic = 'periodic.report'")
 
 
 def test_schedule_list_and_unschedule_from_the_command_line(cron_conn: Conn, tap_dsn: str) -> None:
-    done = brooq("schedule", "cockpit-nightly", "0 3 * * *", "cockpit.report", '{"kind": "nightly"}',
+    done = brooq("schedule", "periodic-nightly", "0 3 * * *", "periodic.report", '{"kind": "nightly"}',
                  "--priority", "4", dsn=tap_dsn)
     assert done.returncode == 0, done.stderr
-    assert re.fullmatch(r"scheduled cockpit-nightly: '0 3 \* \* \*' enqueues a job of topic cockpit.report "
+    assert re.fullmatch(r"scheduled periodic-nightly: '0 3 \* \* \*' enqueues a job of topic periodic.report "
                         r"each time \(pg_cron job \d+\)\n", done.stdout)
-    row = cron_conn.execute("select command, username from cron.job where jobname = 'brooq_schedule.cockpit-nightly'"
+    row = cron_conn.execute("select command, username from cron.job where jobname = 'brooq_schedule.periodic-nightly'"
                             ).fetchone()
-    assert row == ("select brooq._schedule_tick('cockpit-nightly')", "postgres")
+    assert row == ("select brooq._schedule_tick('periodic-nightly')", "postgres")
 
     listed = brooq("schedule", "--list", "--json", dsn=tap_dsn)
-    mine = [s for s in json.loads(listed.stdout) if s["name"] == "cockpit-nightly"]
+    mine = [s for s in json.loads(listed.stdout) if s["name"] == "periodic-nightly"]
     assert [(s["cron"], s["topic"], s["payload"], s["priority"], s["last_job_id"]) for s in mine] == [
-        ("0 3 * * *", "cockpit.report", {"kind": "nightly"}, 4, None)]
-    job = cron_conn.execute("select brooq._schedule_tick('cockpit-nightly')").fetchone()
+        ("0 3 * * *", "periodic.report", {"kind": "nightly"}, 4, None)]
+    job = cron_conn.execute("select brooq._schedule_tick('periodic-nightly')").fetchone()
     text = brooq("schedule", "--list", dsn=tap_dsn).stdout
-    assert re.search(rf"cockpit-nightly +0 3 \* \* \* +pg_cron +cockpit.report +{{\"kind\":\"nightly\"}} +4 +- +\S+ \S+ +"
+    assert re.search(rf"periodic-nightly +0 3 \* \* \* +pg_cron +periodic.report +{{\"kind\":\"nightly\"}} +4 +- +\S+ \S+ +"
                      rf"{job[0]} \(pending\)", text), text
 
-    assert brooq("unschedule", "cockpit-nightly", dsn=tap_dsn).stdout == "unscheduled cockpit-nightly\n"
-    again = brooq("unschedule", "cockpit-nightly", dsn=tap_dsn)
-    assert (again.returncode, again.stdout) == (1, "no schedule named cockpit-nightly\n")
+    assert brooq("unschedule", "periodic-nightly", dsn=tap_dsn).stdout == "unscheduled periodic-nightly\n"
+    again = brooq("unschedule", "periodic-nightly", dsn=tap_dsn)
+    assert (again.returncode, again.stdout) == (1, "no schedule named periodic-nightly\n")
     assert cron_conn.execute("select count(*) from cron.job where jobname like 'brooq_schedule.cockpit-%'"
                              ).fetchone() == (0,)
 
 
 def test_two_runs_of_one_tick_at_once_enqueue_one_job(cron_conn: Conn, tap_dsn: str) -> None:
-    cron_conn.execute("select brooq.schedule('cockpit-race', '* * * * *', 'cockpit.report')")
+    cron_conn.execute("select brooq.schedule('cockpit-race', '* * * * *', 'periodic.report')")
     cron_conn.execute("select cron.alter_job(jobid, active => false) from cron.job "
                       "where jobname = 'brooq_schedule.cockpit-race'")  # only this test ticks it
     at = "2031-01-01 03:00:00+00"
@@ -294,7 +294,7 @@ def test_two_runs_of_one_tick_at_once_enqueue_one_job(cron_conn: Conn, tap_dsn: 
         racer.join(10)
         second.commit()
     assert result == [one] and one is not None
-    rows = cron_conn.execute("select id, idempotency_key from brooq.job where topic = 'cockpit.report'").fetchall()
+    rows = cron_conn.execute("select id, idempotency_key from brooq.job where topic = 'periodic.report'").fetchall()
     assert rows == [(one[0], None)]
     tick = cron_conn.execute("select last_tick_at, last_job_id from brooq.schedules where name = 'cockpit-race'").fetchone()
     assert tick == (datetime.fromisoformat(at), one[0])
@@ -312,13 +312,13 @@ def test_schedule_without_pg_cron_says_how_to_install_it(db: str) -> None:
 
 def test_pg_cron_runs_a_schedule_and_enqueues_one_job_for_its_tick(cron_conn: Conn) -> None:
     """A real pg_cron run: '* * * * *' fires at the next minute (up to ~60 s away)."""
-    cron_conn.execute("select brooq.schedule('cockpit-minute', '* * * * *', 'cockpit.report', '{\"n\": 1}')")
+    cron_conn.execute("select brooq.schedule('cockpit-minute', '* * * * *', 'periodic.report', '{\"n\": 1}')")
     deadline = time.monotonic() + 75
     rows: list[tuple[object, ...]] = []
     while time.monotonic() < deadline and not rows:
         time.sleep(1)
         rows = cron_conn.execute("select id, idempotency_key, payload from brooq.job "
-                                 "where topic = 'cockpit.report'").fetchall()
+                                 "where topic = 'periodic.report'").fetchall()
     assert len(rows) == 1, "pg_cron did not run the schedule within 75 s"
     job_id, key, payload = rows[0]
     assert (payload, key) == ({"n": 1}, None)
