@@ -1,4 +1,4 @@
-"""The worker's ticking room: the periodic jobs the workers tick (brooq.schedule with
+"""The worker's ticker: the periodic jobs the workers tick (brooq.schedule with
 ticker 'workers', the choice where pg_cron is absent).
 
 Every running worker calls brooq.tick_schedules about once a second, just after each

@@ -100,7 +100,7 @@ class Worker:
     once: the prefetched ones wait, leased, for a free handler thread (sync handlers
     only; see docs/python-guide.md).
 
-    The worker's rooms: this loop claims when its ClaimSchedule (brooq.scheduling) says
+    The worker's parts: this loop claims when its ClaimSchedule (brooq.scheduling) says
     when, how many and from which topics, and keeps the other timers; a Session (brooq.session)
     connects, checks the schema and declares the topics, a Runner (brooq.runner) runs
     the claimed jobs' handlers and stops them, a Settler (brooq.settler) writes outcomes,
@@ -316,8 +316,9 @@ class Worker:
             with stop_signals(self._on_signal):
                 # Every object made before the run (modules, the app, their data) leaves the
                 # cyclic GC's reach, so that a full collection walks only what the run
-                # makes: in a drain of 100,000 jobs its pauses fell from 15-19 ms to ~1 ms,
-                # and the GC's share of the drain from 7% to 3%. Given back when it ends.
+                # makes: its pauses, which hold the GIL, stay around a millisecond in a
+                # long drain (bench/results/history.md, "The worker's garbage collector").
+                # Given back when it ends.
                 gc.freeze()
                 try:
                     self._start_services()
@@ -506,7 +507,7 @@ class Worker:
             jobs = conn.cursor(row_factory=self._job_rows).execute(queries.CLAIM, args).fetchall()
         except psycopg.errors.UndefinedObject as exc:
             if not self._stop_serving(exc, topics):
-                raise  # the worker's last topic: fatal, as before
+                raise  # the worker's last topic: fatal (an unknown topic, FATAL_SQLSTATES)
             return  # the schedule claims from the others at once
         busy = bool(self._runner or self._outbox or self._settle_thread.in_flight)
         self._schedule.claimed(now, ask, len(jobs), busy)
