@@ -2,8 +2,8 @@
 
 begin;
 
-drop function brooq.retry_dead(text, boolean, integer, timestamptz, boolean);
-drop function brooq.retry(bigint, boolean);
-drop function brooq._retry(bigint[], text[], boolean);
+drop function brooq.retry_dead(text, boolean, integer, timestamptz, boolean, boolean);
+drop function brooq.retry(bigint, boolean, boolean);
+drop function brooq._retry(bigint[], text[], boolean, boolean);
 
 commit;

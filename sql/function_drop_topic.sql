@@ -28,7 +28,8 @@
 --   55006 object_in_use           jobs or schedules remain and force is false
 -- Touches: deletes the topic's rows of brooq.topic, brooq.flow_lock, brooq.job_group,
 -- brooq.claim_window, brooq.retention_stat, and with force of brooq.job,
--- brooq.schedule and cron.job, and the deleted jobs' rows of brooq.job_edge; through
+-- brooq.schedule and cron.job, and the deleted jobs' rows of brooq.job_edge,
+-- brooq.job_step and brooq.job_wait; through
 -- brooq._release, the waiting descendants of the unfinished parents it deleted.
 create or replace function brooq.drop_topic(name text, force boolean default false)
 returns bigint
@@ -85,6 +86,11 @@ begin
         delete from brooq.job_edge e
          using gone g
          where g.after_policy is not null and e.child = g.id
+    ), steps as (
+        -- durable steps: a job's steps and wait go with it
+        delete from brooq.job_step s using gone g where s.job_id = g.id
+    ), waits as (
+        delete from brooq.job_wait w using gone g where w.job_id = g.id
     )
     select count(*), array_agg(g.id) filter (where g.parent and g.state not in ('done', 'dead', 'canceled'))
       into v_count, v_parents

@@ -24,7 +24,8 @@
 --   42704 undefined_object         the topic was not declared
 --   22023 invalid_parameter_value  states empty, or holding NULL, processing or an
 --                                  unknown state
--- Touches: deletes rows of brooq.job and their rows of brooq.job_edge; through
+-- Touches: deletes rows of brooq.job and their rows of brooq.job_edge, brooq.job_step
+-- and brooq.job_wait; through
 -- brooq._release, the waiting descendants of the parents it deleted.
 create or replace function brooq.flush(topic text, states text[] default array['pending', 'failed'])
 returns bigint
@@ -74,6 +75,11 @@ begin
         delete from brooq.job_edge e
          using gone g
          where g.after_policy is not null and e.child = g.id
+    ), steps as (
+        -- durable steps: a job's steps and wait go with it
+        delete from brooq.job_step s using gone g where s.job_id = g.id
+    ), waits as (
+        delete from brooq.job_wait w using gone g where w.job_id = g.id
     )
     select count(*), array_agg(g.id) filter (where g.parent and g.state not in ('done', 'dead', 'canceled'))
       into v_count, v_parents

@@ -11,15 +11,20 @@
 -- Workflows: a job with a child that has not finished is kept (the child's handler
 -- may read its result), and deleted by a later purge once its children have
 -- finished; a job deleted takes its edges to its parents (brooq.job_edge) along.
+-- Durable steps: a job deleted takes its steps (brooq.job_step) and its wait
+-- (brooq.job_wait) along; then, in the same batch, the events whose keep has run
+-- out are deleted (brooq.event, oldest first, SKIP LOCKED), counted in the result.
 --
 -- Parameters:
 --   batch_size  1 to 100000 (default 1000)
--- Returns: the number of jobs deleted (less than batch_size: nothing more is due).
+-- Returns: the number of jobs and events deleted (less than batch_size: nothing
+-- more is due).
 -- Errors:
 --   22004 null_value_not_allowed   batch_size is NULL
 --   22023 invalid_parameter_value  batch_size out of range
 -- Touches: deletes up to batch_size rows of brooq.job, and the edges of those that
--- had parents from brooq.job_edge; upserts a row of
+-- had parents from brooq.job_edge, their steps and waits; up to batch_size expired
+-- rows of brooq.event; upserts a row of
 -- brooq.retention_stat per topic it deleted jobs of.
 create or replace function brooq.purge(batch_size integer default 1000)
 returns bigint
@@ -75,6 +80,14 @@ begin
             delete from brooq.job_edge e
              using gone g
              where g.after_policy is not null and e.child = g.id
+        ), steps as (
+            delete from brooq.job_step s
+             using gone g
+             where s.job_id = g.id
+        ), waits as (
+            delete from brooq.job_wait w
+             using gone g
+             where w.job_id = g.id
         )
         select count(*) into v_rows from gone;
         if v_rows > 0 then
@@ -88,12 +101,27 @@ begin
         v_deleted := v_deleted + v_rows;
         exit when v_deleted >= purge.batch_size;
     end loop;
+    -- the events whose keep has run out (durable steps)
+    if v_deleted < purge.batch_size then
+        with due as (
+            select e.id
+              from brooq.event e
+             where e.expires_at <= v_now
+             order by e.expires_at
+             limit purge.batch_size - v_deleted
+               for update skip locked
+        ), gone as (
+            delete from brooq.event e using due where e.id = due.id returning e.id
+        )
+        select count(*) into v_rows from gone;
+        v_deleted := v_deleted + v_rows;
+    end if;
     return v_deleted;
 end
 $$;
 
 comment on function brooq.purge(integer) is
-'Delete one batch of terminal jobs older than their topic''s retention (0 = keep forever); returns how many. Errors: 22004, 22023 bad batch_size.';
+'Delete one batch of terminal jobs older than their topic''s retention (0 = keep forever), with their steps, and of expired events; returns how many. Errors: 22004, 22023 bad batch_size.';
 
 revoke all on function brooq.purge(integer) from public;
 grant execute on function brooq.purge(integer) to brooq_admin;

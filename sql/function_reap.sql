@@ -38,6 +38,9 @@
 -- in this transaction (canceled under after_policy cancel, transitively); then
 -- brooq._release_missed counts the ends of parents that a settle could not see
 -- (a child committed after its parent's settle began), for up to max_jobs children.
+-- Durable steps: when some job waits for an event, brooq._wake_missed wakes the
+-- waiters whose wait and the emit of their event committed at the same time and
+-- missed each other.
 -- Touches: updates up to max_jobs rows of brooq.job; through brooq._release, the
 -- edges and waiting descendants of the jobs it made dead.
 create or replace function brooq.reap(max_jobs integer default 1000)
@@ -133,6 +136,10 @@ begin
     -- probe of an empty table)
     if exists (select from brooq.job_edge_check) then
         perform brooq._release_missed(reap.max_jobs);
+    end if;
+    -- and the waits an emit could not see (none, as a rule: one probe of an empty table)
+    if exists (select from brooq.job_wait) then
+        perform brooq._wake_missed();
     end if;
     return query select * from unnest(v_rows);
 end

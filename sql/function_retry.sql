@@ -1,5 +1,5 @@
--- brooq.retry(job_id, rearm_children) -> boolean
--- brooq.retry_dead(topic, include_canceled, max_jobs, since, rearm_children) -> integer
+-- brooq.retry(job_id, rearm_children, clear_steps) -> boolean
+-- brooq.retry_dead(topic, include_canceled, max_jobs, since, rearm_children, clear_steps) -> integer
 --
 -- Re-drive: put dead (and, when asked, canceled) jobs back to pending, an
 -- explicit act of an admin, distinct from any worker's outcome. It is the only
@@ -33,28 +33,36 @@
 --                  (brooq._rearm); a child that another dead or canceled parent
 --                  still cancels stays canceled. Off by default: a re-drive is a
 --                  repair of one job, and its children may have been handled since.
+--   durable steps  kept (brooq.job_step): the handler runs again from the top and
+--                  the steps it finished return at once, so a re-drive after a fix
+--                  does not repeat what succeeded (a charge made, an email sent);
+--                  clear_steps => true deletes them, so every step runs again. A
+--                  wait in progress is forgotten either way (brooq.job_wait): the
+--                  handler's wait starts again, with a new deadline.
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
 -- topic was declared with notify => false).
 --
--- retry(job_id, rearm_children => false): a dead or canceled job (naming one job
+-- retry(job_id, rearm_children => false, clear_steps => false): a dead or canceled job (naming one job
 --   is asking for it).
 --   Returns true when this call re-drove it; false when there is nothing to
 --   re-drive: the job is pending, failed, processing or done, or no job has this
 --   id. False rather than an error, like cancel.
 -- retry_dead(topic, include_canceled => false, max_jobs => 1000, since => NULL,
---            rearm_children => false):
+--            rearm_children => false, clear_steps => false):
 --   the topic's dead jobs (and canceled ones with include_canceled), oldest
 --   first (by the time they became terminal), only those that became terminal
 --   at or after since when given, at most max_jobs per call; rows another
 --   transaction holds are skipped (SKIP LOCKED): call again until it returns 0.
 --   Returns how many jobs it re-drove.
 -- Errors:
---   22004 null_value_not_allowed   job_id, topic, include_canceled, max_jobs or
---                                  rearm_children is NULL
+--   22004 null_value_not_allowed   job_id, topic, include_canceled, max_jobs,
+--                                  rearm_children or clear_steps is NULL
 --   42704 undefined_object         retry_dead: the topic was not declared
 --   22023 invalid_parameter_value  max_jobs not between 1 and 100000
--- Touches (also brooq.job_group, for grouped jobs): updates rows of brooq.job (one for retry, up to max_jobs for retry_dead).
-create or replace function brooq._retry(job_ids bigint[], from_states text[], rearm_children boolean)
+-- Touches (also brooq.job_group, for grouped jobs): updates rows of brooq.job (one for retry, up to max_jobs for retry_dead);
+-- deletes their rows of brooq.job_wait (and of brooq.job_step with clear_steps).
+create or replace function brooq._retry(job_ids bigint[], from_states text[], rearm_children boolean,
+                                        clear_steps boolean)
 returns integer
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -114,6 +122,11 @@ begin
            and j.state = any(_retry.from_states)
            and j.state in ('dead', 'canceled')
         returning j.id, j.topic, exists (select from brooq.job_edge e where e.parent = j.id) as parent
+    ), waits as (
+        -- durable steps: a wait in progress starts again; the steps are kept unless asked
+        delete from brooq.job_wait w using redriven r where w.job_id = r.id
+    ), steps as (
+        delete from brooq.job_step s using redriven r where _retry.clear_steps and s.job_id = r.id
     )
     select count(*), array_agg(distinct r.topic), array_agg(r.id) filter (where r.parent)
       into v_count, v_topics, v_parents
@@ -128,19 +141,21 @@ begin
 end
 $$;
 
-create or replace function brooq.retry(job_id bigint, rearm_children boolean default false)
+create or replace function brooq.retry(job_id bigint, rearm_children boolean default false,
+                                       clear_steps boolean default false)
 returns boolean
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if retry.job_id is null or retry.rearm_children is null then
-        raise exception 'brooq.retry: job_id and rearm_children must not be NULL'
+    if retry.job_id is null or retry.rearm_children is null or retry.clear_steps is null then
+        raise exception 'brooq.retry: job_id, rearm_children and clear_steps must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Pass the id of a dead or canceled job; leave rearm_children out for false.';
+                  hint = 'Pass the id of a dead or canceled job; leave rearm_children and clear_steps out for false.';
     end if;
-    return brooq._retry(array[retry.job_id], array['dead', 'canceled'], retry.rearm_children) = 1;
+    return brooq._retry(array[retry.job_id], array['dead', 'canceled'], retry.rearm_children,
+                        retry.clear_steps) = 1;
 end
 $$;
 
@@ -149,7 +164,8 @@ create or replace function brooq.retry_dead(
     include_canceled boolean default false,
     max_jobs integer default 1000,
     since timestamptz default null,
-    rearm_children boolean default false)
+    rearm_children boolean default false,
+    clear_steps boolean default false)
 returns integer
 language plpgsql
 security definer
@@ -159,10 +175,10 @@ declare
     v_states text[];
 begin
     if retry_dead.topic is null or retry_dead.include_canceled is null or retry_dead.max_jobs is null
-        or retry_dead.rearm_children is null then
-        raise exception 'brooq.retry_dead: topic, include_canceled, max_jobs and rearm_children must not be NULL'
+        or retry_dead.rearm_children is null or retry_dead.clear_steps is null then
+        raise exception 'brooq.retry_dead: topic, include_canceled, max_jobs, rearm_children and clear_steps must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Name a topic; leave include_canceled, max_jobs and rearm_children out for their defaults (false, 1000, false).';
+                  hint = 'Name a topic; leave include_canceled, max_jobs, rearm_children and clear_steps out for their defaults (false, 1000, false, false).';
     end if;
     if not exists (select from brooq.topic t where t.name = retry_dead.topic) then
         raise exception 'topic "%" does not exist', left(retry_dead.topic, 200)
@@ -183,19 +199,19 @@ begin
            and (retry_dead.since is null or j.updated_at >= retry_dead.since)
          order by j.updated_at, j.id
          limit retry_dead.max_jobs
-           for no key update skip locked), v_states, retry_dead.rearm_children);
+           for no key update skip locked), v_states, retry_dead.rearm_children, retry_dead.clear_steps);
 end
 $$;
 
-comment on function brooq._retry(bigint[], text[], boolean) is
+comment on function brooq._retry(bigint[], text[], boolean, boolean) is
 'Private: re-drive the listed jobs that are in one of from_states (dead or canceled) to pending; returns how many.';
-comment on function brooq.retry(bigint, boolean) is
-'Re-drive a dead or canceled job to pending (an admin act: attempts kept, a fresh budget of max_attempts, last_error noted), and with rearm_children the children its end canceled; true if re-driven, false otherwise. Errors: 22004 NULL argument.';
-comment on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean) is
+comment on function brooq.retry(bigint, boolean, boolean) is
+'Re-drive a dead or canceled job to pending (an admin act: attempts kept, a fresh budget of max_attempts, last_error noted, its durable steps kept unless clear_steps), and with rearm_children the children its end canceled; true if re-driven, false otherwise. Errors: 22004 NULL argument.';
+comment on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean, boolean) is
 'Re-drive up to max_jobs dead (and canceled, if asked) jobs of a topic, oldest first; returns how many. Errors: 22004 NULL argument, 42704 unknown topic, 22023 bad max_jobs.';
 
-revoke all on function brooq._retry(bigint[], text[], boolean) from public;
-revoke all on function brooq.retry(bigint, boolean) from public;
-revoke all on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean) from public;
-grant execute on function brooq.retry(bigint, boolean) to brooq_admin;
-grant execute on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean) to brooq_admin;
+revoke all on function brooq._retry(bigint[], text[], boolean, boolean) from public;
+revoke all on function brooq.retry(bigint, boolean, boolean) from public;
+revoke all on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean, boolean) from public;
+grant execute on function brooq.retry(bigint, boolean, boolean) to brooq_admin;
+grant execute on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean, boolean) to brooq_admin;

@@ -26,7 +26,7 @@
 -- Retention policies of the job's topic (brooq.declare_topic):
 --   retain_done => false     a job settled done is deleted by this very call
 --                            (reported as done all the same; its result is not
---                            stored); a job somebody watches (brooq.watch) is
+--                            stored; its steps, brooq.job_step, go with it); a job somebody watches (brooq.watch) is
 --                            kept, so its waiter reads its fate; so is a job
 --                            with children (workflows), for their handlers, and
 --                            one a producer enqueueing a child of it holds.
@@ -189,6 +189,12 @@ begin
         select array_agg(g.id) into v_gone from gone g;
         v_dropped := coalesce(cardinality(v_gone), 0);
         return query select g.id, 'done'::brooq.job_state from unnest(v_gone) as g(id);
+        -- Durable steps: a job deleted takes its steps and wait along (no step in the
+        -- table, as a rule: one probe of an empty table)
+        if v_dropped > 0 and exists (select from brooq.job_step) then
+            delete from brooq.job_step s where s.job_id = any(v_gone);
+            delete from brooq.job_wait w where w.job_id = any(v_gone);
+        end if;
         -- A child whose enqueue committed after this statement's snapshot and before
         -- its lock (the producer's key-share lock gone, so the row was not skipped)
         -- named a parent deleted here; its enqueue noted it in brooq.job_edge_check.

@@ -443,154 +443,6 @@ revoke all on function brooq.resume_topic(text) from public;
 grant execute on function brooq.pause_topic(text) to brooq_admin;
 grant execute on function brooq.resume_topic(text) to brooq_admin;
 
--- change function_reap
-
--- brooq.reap(max_jobs) -> setof brooq.reaped
---
--- Returns jobs whose lease expired (processing, locked_until < now) to pending:
--- available_at = now, lease cleared, attempts unchanged (a crash is not a
--- failure: a reap charges no attempt), lease_losses + 1, and last_error notes
--- whose lease expired when. Oldest expiry first, at most max_jobs per call. Rows
--- are taken with SKIP LOCKED, so any number of reapers may run at once.
---
--- The poison pill: a job whose handler kills its process every time would be
--- reaped and claimed forever. When this reap is the job's max_lease_losses-th in
--- a row (its topic's setting; lease_losses counts reaps since an outcome was
--- last written, and every settle resets it), the job becomes dead instead, lease
--- cleared, attempts unchanged, and last_error says so:
---   'lease lost 5 times in a row (max_lease_losses 5), the last of worker w
---    expired at ...; job dead'
--- This is the only way a job is dead without a failure on its last attempt.
--- A topic declared with retain_payload => false loses the payload of a job reap
--- makes dead (poison pill, or max_execution on the last attempt): 'null'::jsonb,
--- as with any terminal job.
---
--- max_execution: a lease that ran to the job's execution deadline
--- (first_claimed_at + the topic's max_execution <= locked_until: claim and
--- heartbeat never let a lease run past it) is no crash but a job out of time: reap
--- records it as a failed attempt, as settle records outcome failed: failed, retried
--- after the topic's backoff, or dead when it was the last attempt (attempts unchanged,
--- charged at claim; lease_losses back to 0, an outcome was written), and last_error
---   'max_execution 00:05:00 exceeded (first claimed at ..., deadline ...); the
---    attempt of worker w was stopped'
--- It never makes a job dead by itself: only on the last attempt, as any failure.
---
--- Parameters:
---   max_jobs  1 to 100000 (default 1000)
--- Returns: (id, topic) of each job put back, failed (max_execution) or made dead.
--- Errors:
---   22004 null_value_not_allowed   max_jobs is NULL
---   22023 invalid_parameter_value  max_jobs out of range
--- Workflows: a job it makes dead that has children hands them to brooq._release
--- in this transaction (canceled under after_policy cancel, transitively); then
--- brooq._release_missed counts the ends of parents that a settle could not see
--- (a child committed after its parent's settle began), for up to max_jobs children.
--- Touches: updates up to max_jobs rows of brooq.job; through brooq._release, the
--- edges and waiting descendants of the jobs it made dead.
-create or replace function brooq.reap(max_jobs integer default 1000)
-returns setof brooq.reaped
-language plpgsql
-security definer
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-    v_now timestamptz := brooq._now();
-    v_rows brooq.reaped[];
-    v_parents bigint[];   -- jobs made dead that have children (workflows)
-begin
-    if reap.max_jobs is null then
-        raise exception 'brooq.reap: max_jobs must not be NULL'
-            using errcode = 'null_value_not_allowed',
-                  hint = 'Leave max_jobs out for its default (1000).';
-    end if;
-    if reap.max_jobs not between 1 and 100000 then
-        raise exception 'invalid max_jobs %', reap.max_jobs
-            using errcode = 'invalid_parameter_value',
-                  hint = 'max_jobs must be between 1 and 100000.';
-    end if;
-
-    -- Topics are never deleted; a job of an unknown topic (written by hand) takes
-    -- the default of 5.
-    with expired as (
-        select j.id,
-               j.first_claimed_at + t.max_execution as deadline,
-               coalesce(j.first_claimed_at + t.max_execution <= j.locked_until, false) as overdue,
-               j.lease_losses + 1 >= coalesce(t.max_lease_losses, 5) as poison,
-               coalesce(t.max_lease_losses, 5) as max_losses,
-               t.max_execution,
-               t.backoff_base,
-               t.backoff_max,
-               coalesce(t.retain_payload, true) as retain_payload
-          from brooq.job j
-          left join brooq.topic t on t.name = j.topic
-         where j.locked_until < v_now
-           and j.state = 'processing'
-         order by j.locked_until
-         limit reap.max_jobs
-           for no key update of j skip locked
-    )
-    , reaped as (
-    update brooq.job j
-       set state = case
-               when e.overdue and j.attempts >= j.max_attempts then 'dead'
-               when e.overdue then 'failed'
-               when e.poison then 'dead'
-               else 'pending'
-           end,
-           available_at = case
-               when e.overdue then v_now + brooq._backoff(e.backoff_base, e.backoff_max, j.attempts)
-               when e.poison then j.available_at
-               else v_now
-           end,
-           lease_losses = case when e.overdue then 0 else j.lease_losses + 1 end,
-           -- retain_payload => false: a job made dead keeps no payload
-           payload = case
-               when not e.retain_payload and (e.overdue and j.attempts >= j.max_attempts
-                                              or not e.overdue and e.poison) then 'null'::jsonb
-               else j.payload
-           end,
-           last_error = case
-               when e.overdue then format(
-                   'max_execution %s exceeded (first claimed at %s, deadline %s); the attempt of worker %s was stopped%s',
-                   e.max_execution, j.first_claimed_at, e.deadline, j.locked_by,
-                   case when j.attempts >= j.max_attempts then '; job dead (last attempt)' else '' end)
-               when e.poison then format(
-                   'lease lost %s times in a row (max_lease_losses %s), the last of worker %s expired at %s; job dead',
-                   j.lease_losses + 1, e.max_losses, j.locked_by, j.locked_until)
-               else format('lease of worker %s expired at %s; job returned to the queue',
-                           j.locked_by, j.locked_until)
-           end,
-           locked_by = null,
-           locked_until = null,
-           updated_at = v_now
-      from expired e
-     where j.id = e.id
-    returning j.id, j.topic, j.state,
-              j.state = 'dead' and exists (select from brooq.job_edge c where c.parent = j.id) as parent
-    )
-    select coalesce(array_agg(row(r.id, r.topic)::brooq.reaped), '{}'),
-           array_agg(r.id) filter (where r.parent)
-      into v_rows, v_parents
-      from reaped r;
-    -- Workflows: the waiting children of a job made dead follow their after_policy.
-    if v_parents is not null then
-        perform brooq._release(v_parents, array_fill('dead'::text, array[cardinality(v_parents)]));
-    end if;
-    -- and the ends of parents that a settle could not count (none, as a rule: one
-    -- probe of an empty table)
-    if exists (select from brooq.job_edge_check) then
-        perform brooq._release_missed(reap.max_jobs);
-    end if;
-    return query select * from unnest(v_rows);
-end
-$$;
-
-comment on function brooq.reap(integer) is
-'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); a lease that ran to the job''s max_execution deadline is a failed attempt (failed, or dead on the last attempt); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
-
-revoke all on function brooq.reap(integer) from public;
-grant execute on function brooq.reap(integer) to brooq_worker;
-
 -- change function_version
 
 -- brooq.version() -> text
@@ -2184,6 +2036,114 @@ comment on function brooq.purge_remainder() is
 revoke all on function brooq.purge_remainder() from public;
 grant execute on function brooq.purge_remainder() to brooq_admin;
 
+-- change table_job_step
+
+-- brooq.job_step: what a running job finished, one row per (job, step name): durable
+-- steps (docs/architecture.md, "Durable steps"). Written by brooq.checkpoint (kind
+-- step: the handler's result of the step), brooq.sleep (kind sleep: {"until": the
+-- instant the sleep ends}, fixed at its first call) and brooq.wait_for_event (kind
+-- event: the payload received, event_id the event's id; kind timeout: none came
+-- before the wait's deadline, result NULL). Only the holder of the job's lease
+-- writes a row, and only once per name: a retry, or the next holder after a lease
+-- loss, reads it back (brooq.steps) instead of running the step again. Kept with
+-- the job: purge, flush, drop_topic and a retain_done => false settle delete a
+-- job's steps with it; retry keeps them (clear_steps => true clears them).
+-- No foreign key to brooq.job: its cascade would cost every delete of a job a
+-- probe, jobs without steps included (purge deletes the steps itself).
+create table brooq.job_step (
+    job_id   bigint      not null,
+    name     text        not null,
+    kind     text        not null,
+    result   jsonb,
+    attempt  integer     not null,
+    at       timestamptz not null,
+    event_id bigint,
+    constraint job_step_pkey primary key (job_id, name),
+    constraint job_step_kind_known check (kind in ('step', 'sleep', 'event', 'timeout')),
+    constraint job_step_name_valid check (name <> '' and length(name) <= 200),
+    constraint job_step_event_iff_kind check ((event_id is not null) = (kind = 'event'))
+);
+
+comment on table brooq.job_step is
+'Durable steps: what a job finished (step results, sleeps, events received, timeouts), one row per step name (private: written by brooq.checkpoint, sleep and wait_for_event; read with brooq.steps).';
+
+revoke all on table brooq.job_step from public;
+
+-- brooq.job_wait: the job that waits for an event (no worker, no lease: the job is
+-- pending until deadline), one row per job. Written by brooq.wait_for_event,
+-- deleted when the wait ends (the event received, or its timeout recorded) and with
+-- the job. brooq.emit_event makes the waiters of its name ready now (event index);
+-- brooq._wake_missed, run by brooq.reap, wakes those an emit and a wait that
+-- committed at the same time missed (xid: the transaction that registered the wait).
+create table brooq.job_wait (
+    job_id   bigint      not null,
+    step     text        not null,
+    event    text        not null,
+    since    timestamptz not null,
+    deadline timestamptz not null,
+    xid      xid8        not null,
+    constraint job_wait_pkey primary key (job_id)
+);
+
+-- emit_event: the jobs that wait for a name
+create index job_wait_event_idx on brooq.job_wait (event);
+-- _wake_missed: the waits registered since its last sweep
+create index job_wait_xid_idx on brooq.job_wait (xid);
+
+comment on table brooq.job_wait is
+'The jobs that wait for an event, until their deadline (private: written by brooq.wait_for_event, read by brooq.emit_event and brooq.reap).';
+
+revoke all on table brooq.job_wait from public;
+
+-- change table_event
+
+-- brooq.event: the events emitted (brooq.emit_event), each kept until expires_at
+-- (emitted_at + its keep, 1 day by default): a job that starts waiting for a name
+-- within that time still receives it (brooq.wait_for_event: the earliest kept event
+-- of the name the job has not received yet). purge deletes expired events. xid:
+-- the emitting transaction (brooq._wake_missed's sweep); emitted_by: its session
+-- user, for audit.
+create table brooq.event (
+    id         bigint      generated always as identity,
+    name       text        not null,
+    payload    jsonb       not null,
+    emitted_at timestamptz not null,
+    expires_at timestamptz not null,
+    emitted_by text        not null,
+    xid        xid8        not null,
+    constraint event_pkey primary key (id),
+    constraint event_name_valid check (name <> '' and length(name) <= 200)
+);
+
+-- wait_for_event: the earliest kept event of a name
+create index event_name_idx on brooq.event (name, id);
+-- _wake_missed: the events emitted since its last sweep
+create index event_xid_idx on brooq.event (xid);
+-- purge: expired events, oldest first
+create index event_expires_idx on brooq.event (expires_at);
+
+comment on table brooq.event is
+'Events emitted by brooq.emit_event, kept until expires_at for the jobs that wait for them (private).';
+
+revoke all on table brooq.event from public;
+
+-- brooq.event_sweep: one row, the sweep's cursor: every transaction below it had
+-- ended when brooq._wake_missed last matched waits and events, so only waits and
+-- events of transactions from the cursor on can make a pair that no one matched yet.
+create table brooq.event_sweep (
+    only_row boolean not null default true,
+    swept_to xid8    not null default '0',
+    constraint event_sweep_pkey primary key (only_row),
+    constraint event_sweep_one_row check (only_row)
+);
+
+insert into brooq.event_sweep default values;
+
+comment on table brooq.event_sweep is
+'The cursor of brooq._wake_missed: the oldest transaction whose waits and events its next sweep matches (private, one row).';
+
+revoke all on table brooq.event_sweep from public;
+
 -- change function_purge
 
 -- brooq.purge(batch_size) -> bigint
@@ -2199,15 +2159,20 @@ grant execute on function brooq.purge_remainder() to brooq_admin;
 -- Workflows: a job with a child that has not finished is kept (the child's handler
 -- may read its result), and deleted by a later purge once its children have
 -- finished; a job deleted takes its edges to its parents (brooq.job_edge) along.
+-- Durable steps: a job deleted takes its steps (brooq.job_step) and its wait
+-- (brooq.job_wait) along; then, in the same batch, the events whose keep has run
+-- out are deleted (brooq.event, oldest first, SKIP LOCKED), counted in the result.
 --
 -- Parameters:
 --   batch_size  1 to 100000 (default 1000)
--- Returns: the number of jobs deleted (less than batch_size: nothing more is due).
+-- Returns: the number of jobs and events deleted (less than batch_size: nothing
+-- more is due).
 -- Errors:
 --   22004 null_value_not_allowed   batch_size is NULL
 --   22023 invalid_parameter_value  batch_size out of range
 -- Touches: deletes up to batch_size rows of brooq.job, and the edges of those that
--- had parents from brooq.job_edge; upserts a row of
+-- had parents from brooq.job_edge, their steps and waits; up to batch_size expired
+-- rows of brooq.event; upserts a row of
 -- brooq.retention_stat per topic it deleted jobs of.
 create or replace function brooq.purge(batch_size integer default 1000)
 returns bigint
@@ -2263,6 +2228,14 @@ begin
             delete from brooq.job_edge e
              using gone g
              where g.after_policy is not null and e.child = g.id
+        ), steps as (
+            delete from brooq.job_step s
+             using gone g
+             where s.job_id = g.id
+        ), waits as (
+            delete from brooq.job_wait w
+             using gone g
+             where w.job_id = g.id
         )
         select count(*) into v_rows from gone;
         if v_rows > 0 then
@@ -2276,12 +2249,27 @@ begin
         v_deleted := v_deleted + v_rows;
         exit when v_deleted >= purge.batch_size;
     end loop;
+    -- the events whose keep has run out (durable steps)
+    if v_deleted < purge.batch_size then
+        with due as (
+            select e.id
+              from brooq.event e
+             where e.expires_at <= v_now
+             order by e.expires_at
+             limit purge.batch_size - v_deleted
+               for update skip locked
+        ), gone as (
+            delete from brooq.event e using due where e.id = due.id returning e.id
+        )
+        select count(*) into v_rows from gone;
+        v_deleted := v_deleted + v_rows;
+    end if;
     return v_deleted;
 end
 $$;
 
 comment on function brooq.purge(integer) is
-'Delete one batch of terminal jobs older than their topic''s retention (0 = keep forever); returns how many. Errors: 22004, 22023 bad batch_size.';
+'Delete one batch of terminal jobs older than their topic''s retention (0 = keep forever), with their steps, and of expired events; returns how many. Errors: 22004, 22023 bad batch_size.';
 
 revoke all on function brooq.purge(integer) from public;
 grant execute on function brooq.purge(integer) to brooq_admin;
@@ -2348,6 +2336,847 @@ comment on procedure brooq.purge_all(integer, integer) is
 
 revoke all on procedure brooq.purge_all(integer, integer) from public;
 grant execute on procedure brooq.purge_all(integer, integer) to brooq_admin;
+
+-- change function_steps
+
+-- Durable steps (docs/architecture.md, "Durable steps"): a running job records what it
+-- finished, so that a retry, or the next holder after a lease loss, returns it at once
+-- instead of running it again; it sleeps, or waits for an event, without a worker.
+--
+-- brooq.checkpoint(worker, job_id, lease_token, name, result) -> setof brooq.checkpointed
+-- brooq.steps(job_id) -> setof brooq.step
+-- brooq.sleep(worker, job_id, lease_token, step, until, duration) -> setof brooq.suspended
+-- brooq.wait_for_event(worker, job_id, lease_token, step, event, timeout) -> setof brooq.awaited
+--
+-- The three writes are fenced as settle_many is: only the holder of the job's lease
+-- (state processing, locked_by = worker, lease_token = its claim's token) writes;
+-- any other caller gets no row, a normal answer (its lease was lost: canceled,
+-- reaped, claimed again), and nothing is written. A step name is written once per
+-- job (primary key (job_id, name)): the first write wins, a later one reads it back.
+--
+-- Ending an attempt without spending it: sleep and wait_for_event, when they must
+-- wait, release the lease and make the job pending until the instant they wait for
+-- (available_at), giving back the attempt claim charged (attempts - 1, as the
+-- outcome preserve does; invariant 6), lease_losses back to 0. No worker holds the
+-- job meanwhile: it is claimed again at that instant (or when an event wakes it),
+-- and its handler runs again from the top, its finished steps returning at once.
+-- The job stays in its ordered group's place while it waits (pending holds a group).
+-- A topic's max_execution counts the time asleep: it runs from the first claim.
+
+-- brooq.checkpointed: the result stored for a step, and whether this call stored it
+-- (false: the step was stored before, by this holder or an earlier one).
+create type brooq.checkpointed as (
+    result  jsonb,
+    created boolean
+);
+
+comment on type brooq.checkpointed is
+'Result of checkpoint: the result stored for the step, created = false when it was stored before.';
+
+-- brooq.step: a row of brooq.steps. kind: step, sleep, event, timeout (finished), or
+-- waiting (the wait in progress: result {"event": name, "deadline": instant}).
+create type brooq.step as (
+    name    text,
+    kind    text,
+    result  jsonb,
+    attempt integer,
+    at      timestamptz
+);
+
+comment on type brooq.step is
+'Result of steps: a step a job finished (step, sleep, event, timeout) or the wait it is in (waiting).';
+
+-- brooq.suspended: what brooq.sleep did. state processing: the sleep is over (until
+-- has come), the handler goes on; pending: the job was released until `until`.
+create type brooq.suspended as (
+    state brooq.job_state,
+    until timestamptz
+);
+
+comment on type brooq.suspended is
+'Result of sleep: processing (the sleep is over, go on) or pending (released until `until`).';
+
+-- brooq.awaited: what brooq.wait_for_event did. outcome received: the payload is the
+-- event's (the handler goes on); timeout: no event came before the deadline (the
+-- handler goes on); waiting: the job was released until `until` (its deadline, or
+-- now when an event came while it was being released).
+create type brooq.awaited as (
+    outcome text,
+    payload jsonb,
+    until   timestamptz
+);
+
+comment on type brooq.awaited is
+'Result of wait_for_event: received (with the payload), timeout, or waiting (released until `until`).';
+
+-- brooq.checkpoint(worker, job_id, lease_token, name, result)
+--
+-- Stores the result of the step `name` of a job the caller holds, once: the first
+-- call for a name stores it (created true), every later one returns the stored
+-- result (created false) whatever it passes. The row of the job is locked FOR SHARE
+-- while it checks the fence, so a cancel, reap or settle that ends the lease
+-- commits either before (no row: nothing stored) or after the step is stored.
+--
+-- Parameters:
+--   worker, job_id, lease_token   the claim (as for settle)
+--   name     the step's name, 1 to 200 characters, unique within the job
+--   result   jsonb (NULL: none), at most the topic's max_payload_bytes
+-- Returns: one row (result stored, created), or no row when the lease was lost.
+-- Errors:
+--   22004 null_value_not_allowed   worker, job_id, lease_token or name is NULL
+--   22023 invalid_parameter_value  a name empty or longer than 200 characters;
+--                                  a name the job used for a sleep or a wait
+--   54000 program_limit_exceeded   a result above the topic's max_payload_bytes;
+--                                  a job with 10,000 steps already
+-- Touches: locks the job's row FOR SHARE; inserts a row of brooq.job_step.
+create or replace function brooq.checkpoint(
+    worker text,
+    job_id bigint,
+    lease_token bigint,
+    name text,
+    result jsonb default null)
+returns setof brooq.checkpointed
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_job record;
+    v_step record;
+    v_bytes integer;
+begin
+    if checkpoint.worker is null or checkpoint.job_id is null or checkpoint.lease_token is null
+        or checkpoint.name is null then
+        raise exception 'brooq.checkpoint: worker, job_id, lease_token and name must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the claim (worker, job id, lease_token) and the step''s name.';
+    end if;
+    if checkpoint.name = '' or length(checkpoint.name) > 200 then
+        raise exception 'invalid step name "%"', left(checkpoint.name, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Name a step with 1 to 200 characters, unique within the job, e.g. ''charge''.';
+    end if;
+    select j.id, j.attempts, j.topic, coalesce(t.max_payload_bytes, 1048576) as max_bytes
+      into v_job
+      from brooq.job j
+      left join brooq.topic t on t.name = j.topic
+     where j.id = checkpoint.job_id
+       and j.state = 'processing'
+       and j.locked_by = checkpoint.worker
+       and j.lease_token = checkpoint.lease_token
+       for share of j;
+    if not found then
+        return;  -- the lease was lost: nothing is written
+    end if;
+    select s.kind, s.result into v_step
+      from brooq.job_step s
+     where s.job_id = checkpoint.job_id and s.name = checkpoint.name;
+    if found then
+        if v_step.kind <> 'step' then
+            raise exception 'step "%" of job % is a %, not a step', left(checkpoint.name, 40), checkpoint.job_id, v_step.kind
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Give each step, sleep and wait of a handler a name of its own.';
+        end if;
+        return query select v_step.result, false;
+        return;
+    end if;
+    v_bytes := octet_length(checkpoint.result::text);
+    if v_bytes > v_job.max_bytes then
+        raise exception 'result of step "%" of job % is % bytes, larger than the % bytes allowed for topic "%"',
+                left(checkpoint.name, 40), checkpoint.job_id, v_bytes, v_job.max_bytes, left(v_job.topic, 200)
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Store large results elsewhere and checkpoint a reference, or raise max_payload_bytes with brooq.declare_topic.';
+    end if;
+    if (select count(*) from brooq.job_step s where s.job_id = checkpoint.job_id) >= 10000 then
+        raise exception 'job % has 10000 steps already', checkpoint.job_id
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Checkpoint at most 10000 steps per job: group small steps into one.';
+    end if;
+    insert into brooq.job_step (job_id, name, kind, result, attempt, at)
+    values (checkpoint.job_id, checkpoint.name, 'step', checkpoint.result, v_job.attempts, v_now);
+    return query select checkpoint.result, true;
+end
+$$;
+
+comment on function brooq.checkpoint(text, bigint, bigint, text, jsonb) is
+'Store the result of a step of a job the caller holds (fenced by worker and lease_token), once per step name: a later call returns the stored result (created = false); no row when the lease was lost. Errors: 22004 NULL argument, 22023 bad name or a name used by a sleep or wait, 54000 a result above max_payload_bytes or 10000 steps.';
+
+revoke all on function brooq.checkpoint(text, bigint, bigint, text, jsonb) from public;
+grant execute on function brooq.checkpoint(text, bigint, bigint, text, jsonb) to brooq_worker;
+
+-- brooq.steps(job_id) -> setof brooq.step, in the order they were finished
+--
+-- A job's finished steps with their results, and the wait it is in (kind waiting),
+-- in one query: a handler reads them on request (the claim never carries them, so
+-- no job's steps can make a claim fail or grow), as do brooq job and the dashboard.
+-- No rows for a job without steps, or an unknown id.
+--
+-- Parameters:
+--   job_id  the job's id
+-- Returns: (name, kind, result, attempt, at) per step: kind step (result: the
+-- handler's), sleep ({"until": instant}), event (the payload received), timeout
+-- (NULL), waiting ({"event": name, "deadline": instant}, the attempt that began it).
+-- Errors:
+--   22004 null_value_not_allowed  job_id is NULL
+-- Touches: reads brooq.job_step and brooq.job_wait.
+create or replace function brooq.steps(job_id bigint)
+returns setof brooq.step
+language plpgsql
+stable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if steps.job_id is null then
+        raise exception 'brooq.steps: job_id must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the id of the job whose steps you want.';
+    end if;
+    return query
+    select s.name, s.kind, s.result, s.attempt, s.at
+      from (select s.name, s.kind, s.result, s.attempt, s.at, 0 as late
+              from brooq.job_step s
+             where s.job_id = steps.job_id
+            union all
+            select w.step, 'waiting', jsonb_build_object('event', w.event, 'deadline', w.deadline),
+                   null::integer, w.since, 1
+              from brooq.job_wait w
+             where w.job_id = steps.job_id
+               and not exists (select from brooq.job_step d where d.job_id = w.job_id and d.name = w.step)) as s
+     order by s.late, s.at, s.name;
+end
+$$;
+
+comment on function brooq.steps(bigint) is
+'A job''s finished steps (step, sleep, event, timeout) with their results, and the wait it is in (waiting), in the order finished. Errors: 22004 NULL id.';
+
+revoke all on function brooq.steps(bigint) from public;
+grant execute on function brooq.steps(bigint) to brooq_producer, brooq_worker;
+
+-- brooq.sleep(worker, job_id, lease_token, step, until => NULL, duration => NULL)
+--
+-- A durable sleep of a job the caller holds: its end is fixed at the first call
+-- for the step (until, or now + duration) and stored as the step (kind sleep); a
+-- later call for the same step reads it back, whatever it passes. If the end has
+-- come, the job goes on (state processing, nothing else changes). Else the attempt
+-- ends without being spent: the job becomes pending with available_at = the end,
+-- attempts - 1, lease released, lease_losses 0; its handler runs again from the top
+-- after the end, and this call then answers processing.
+--
+-- Parameters:
+--   worker, job_id, lease_token   the claim (as for settle)
+--   step      the sleep's name, 1 to 200 characters, unique within the job
+--   until     an instant (from 0001-01-02 to before 9999-12-31), or
+--   duration  from now, no negative part, at most 100 years: exactly one of them
+-- Returns: (state, until): processing (the sleep is over) or pending (released
+-- until `until`); no row when the lease was lost.
+-- Errors:
+--   22004 null_value_not_allowed   worker, job_id, lease_token or step is NULL
+--   22023 invalid_parameter_value  a bad step name, or one the job used for a step
+--                                  or a wait; neither or both of until and duration,
+--                                  or one out of range
+--   54000 program_limit_exceeded   a job with 10,000 steps already
+-- Touches: the job's row (locked), a row of brooq.job_step.
+create or replace function brooq.sleep(
+    worker text,
+    job_id bigint,
+    lease_token bigint,
+    step text,
+    until timestamptz default null,
+    duration interval default null)
+returns setof brooq.suspended
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_step record;
+    v_until timestamptz;
+begin
+    if sleep.worker is null or sleep.job_id is null or sleep.lease_token is null or sleep.step is null then
+        raise exception 'brooq.sleep: worker, job_id, lease_token and step must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the claim (worker, job id, lease_token), the sleep''s step name, and until or duration.';
+    end if;
+    if sleep.step = '' or length(sleep.step) > 200 then
+        raise exception 'invalid step name "%"', left(sleep.step, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Name a sleep with 1 to 200 characters, unique within the job, e.g. ''cool-off''.';
+    end if;
+    if (sleep.until is null) = (sleep.duration is null) then
+        raise exception 'brooq.sleep: give until or duration, exactly one (until %, duration %)',
+                coalesce(sleep.until::text, 'NULL'), coalesce(sleep.duration::text, 'NULL')
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Use until for an instant, duration for a time from now, e.g. duration => ''1 hour''.';
+    end if;
+    if sleep.duration is not null and (not brooq._duration_ok(sleep.duration)
+                                        or sleep.duration > interval '100 years') then
+        raise exception 'invalid sleep duration %', sleep.duration
+            using errcode = 'invalid_parameter_value',
+                  hint = 'duration must be zero or positive in every part and at most 100 years, e.g. ''1 hour''.';
+    end if;
+    if sleep.until is not null and (not isfinite(sleep.until) or sleep.until < '0001-01-02 00:00:00+00'
+                                     or sleep.until >= '9999-12-31 00:00:00+00') then
+        raise exception 'invalid sleep until %', sleep.until
+            using errcode = 'invalid_parameter_value',
+                  hint = 'until must be an instant from 0001-01-02 to before 9999-12-31.';
+    end if;
+    perform from brooq.job j
+     where j.id = sleep.job_id
+       and j.state = 'processing'
+       and j.locked_by = sleep.worker
+       and j.lease_token = sleep.lease_token
+       for no key update;
+    if not found then
+        return;  -- the lease was lost: nothing is written
+    end if;
+    select s.kind, s.result into v_step
+      from brooq.job_step s
+     where s.job_id = sleep.job_id and s.name = sleep.step;
+    if found then
+        if v_step.kind <> 'sleep' then
+            raise exception 'step "%" of job % is a %, not a sleep', left(sleep.step, 40), sleep.job_id, v_step.kind
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Give each step, sleep and wait of a handler a name of its own.';
+        end if;
+        v_until := (v_step.result ->> 'until')::timestamptz;
+    else
+        if (select count(*) from brooq.job_step s where s.job_id = sleep.job_id) >= 10000 then
+            raise exception 'job % has 10000 steps already', sleep.job_id
+                using errcode = 'program_limit_exceeded',
+                      hint = 'Checkpoint at most 10000 steps per job: group small steps into one.';
+        end if;
+        v_until := coalesce(sleep.until, v_now + sleep.duration);
+        insert into brooq.job_step (job_id, name, kind, result, attempt, at)
+        select sleep.job_id, sleep.step, 'sleep', jsonb_build_object('until', v_until), j.attempts, v_now
+          from brooq.job j where j.id = sleep.job_id;
+    end if;
+    if v_until <= v_now then
+        return query select 'processing'::brooq.job_state, v_until;
+        return;
+    end if;
+    update brooq.job j
+       set state = 'pending',
+           attempts = greatest(j.attempts - 1, 0),
+           available_at = v_until,
+           lease_losses = 0,
+           locked_by = null,
+           locked_until = null,
+           updated_at = v_now
+     where j.id = sleep.job_id;
+    return query select 'pending'::brooq.job_state, v_until;
+end
+$$;
+
+comment on function brooq.sleep(text, bigint, bigint, text, timestamptz, interval) is
+'A durable sleep of a job the caller holds (fenced by worker and lease_token): its end fixed at the first call for the step; processing when it is over, else the job is pending until then, its attempt given back and its lease released; no row when the lease was lost. Errors: 22004 NULL argument, 22023 bad step name, until or duration, 54000 10000 steps.';
+
+revoke all on function brooq.sleep(text, bigint, bigint, text, timestamptz, interval) from public;
+grant execute on function brooq.sleep(text, bigint, bigint, text, timestamptz, interval) to brooq_worker;
+
+-- brooq.wait_for_event(worker, job_id, lease_token, step, event, timeout)
+--
+-- The job the caller holds waits for the event `event` (brooq.emit_event), at most
+-- `timeout` from the first call for the step. In order:
+--   - the step is stored already: its answer again (received with the payload, or
+--     timeout);
+--   - a kept event of that name the job has not received yet (the earliest, by id,
+--     emitted before or during the wait, within its keep: brooq.emit_event): stored
+--     as the step (kind event) and received, the job goes on;
+--   - the wait's deadline (fixed at the first call for the step) has passed:
+--     stored as the step (kind timeout), timeout, the job goes on;
+--   - else the job waits: the wait is registered (brooq.job_wait) and the attempt
+--     ends without being spent, as a sleep's: pending until the deadline, attempts
+--     - 1, lease released. An emit of the name makes it ready at once; so does this
+--     call when an event it could not see at first committed meanwhile. Its handler
+--     runs again from the top and this call then answers received or timeout.
+-- A wait and an emit that commit at the same instant can each miss the other: the
+-- next brooq.reap wakes the job (brooq._wake_missed), and whatever happens the event
+-- is received at the deadline at the latest, while it is kept.
+--
+-- Parameters:
+--   worker, job_id, lease_token   the claim (as for settle)
+--   step     the wait's name, 1 to 200 characters, unique within the job
+--   event    the event's name, 1 to 200 characters
+--   timeout  > 0, no negative part, at most 100 years
+-- Returns: (outcome, payload, until): received (payload), timeout, or waiting
+-- (released until `until`); no row when the lease was lost.
+-- Errors:
+--   22004 null_value_not_allowed   a NULL argument
+--   22023 invalid_parameter_value  a bad step or event name, a step name the job used
+--                                  for a step or a sleep, a timeout out of range
+--   54000 program_limit_exceeded   a job with 10,000 steps already
+-- Touches: the job's row (locked), rows of brooq.job_step and brooq.job_wait.
+create or replace function brooq.wait_for_event(
+    worker text,
+    job_id bigint,
+    lease_token bigint,
+    step text,
+    event text,
+    timeout interval)
+returns setof brooq.awaited
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_attempt integer;
+    v_step record;
+    v_event record;
+    v_wait record;
+    v_deadline timestamptz;
+begin
+    if wait_for_event.worker is null or wait_for_event.job_id is null or wait_for_event.lease_token is null
+        or wait_for_event.step is null or wait_for_event.event is null or wait_for_event.timeout is null then
+        raise exception 'brooq.wait_for_event: arguments must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the claim (worker, job id, lease_token), the wait''s step name, the event''s name and a timeout.';
+    end if;
+    if wait_for_event.step = '' or length(wait_for_event.step) > 200 then
+        raise exception 'invalid step name "%"', left(wait_for_event.step, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Name a wait with 1 to 200 characters, unique within the job, e.g. ''payment''.';
+    end if;
+    if wait_for_event.event = '' or length(wait_for_event.event) > 200 then
+        raise exception 'invalid event name "%"', left(wait_for_event.event, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Name an event with 1 to 200 characters, e.g. ''payment-confirmed:order-42''.';
+    end if;
+    if wait_for_event.timeout <= interval '0' or not brooq._duration_ok(wait_for_event.timeout)
+        or wait_for_event.timeout > interval '100 years' then
+        raise exception 'invalid timeout %', wait_for_event.timeout
+            using errcode = 'invalid_parameter_value',
+                  hint = 'The timeout must be positive in every part and at most 100 years, e.g. ''1 day''.';
+    end if;
+    select j.attempts into v_attempt
+      from brooq.job j
+     where j.id = wait_for_event.job_id
+       and j.state = 'processing'
+       and j.locked_by = wait_for_event.worker
+       and j.lease_token = wait_for_event.lease_token
+       for no key update;
+    if not found then
+        return;  -- the lease was lost: nothing is written
+    end if;
+    select s.kind, s.result into v_step
+      from brooq.job_step s
+     where s.job_id = wait_for_event.job_id and s.name = wait_for_event.step;
+    if found then
+        if v_step.kind not in ('event', 'timeout') then
+            raise exception 'step "%" of job % is a %, not a wait', left(wait_for_event.step, 40),
+                    wait_for_event.job_id, v_step.kind
+                using errcode = 'invalid_parameter_value',
+                      hint = 'Give each step, sleep and wait of a handler a name of its own.';
+        end if;
+        return query select case v_step.kind when 'event' then 'received' else 'timeout' end, v_step.result,
+                            null::timestamptz;
+        return;
+    end if;
+    if (select count(*) from brooq.job_step s where s.job_id = wait_for_event.job_id) >= 10000 then
+        raise exception 'job % has 10000 steps already', wait_for_event.job_id
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Checkpoint at most 10000 steps per job: group small steps into one.';
+    end if;
+    -- the earliest kept event of the name this job has not received
+    select e.id, e.payload into v_event
+      from brooq.event e
+     where e.name = wait_for_event.event
+       and e.expires_at > v_now
+       and not exists (select from brooq.job_step s where s.job_id = wait_for_event.job_id and s.event_id = e.id)
+     order by e.id
+     limit 1;
+    select w.step, w.event, w.deadline into v_wait
+      from brooq.job_wait w
+     where w.job_id = wait_for_event.job_id;
+    if v_event.id is not null or v_wait.step = wait_for_event.step and v_wait.deadline <= v_now then
+        insert into brooq.job_step (job_id, name, kind, result, attempt, at, event_id)
+        values (wait_for_event.job_id, wait_for_event.step,
+                case when v_event.id is not null then 'event' else 'timeout' end,
+                v_event.payload, v_attempt, v_now, v_event.id);
+        delete from brooq.job_wait w where w.job_id = wait_for_event.job_id;
+        return query select case when v_event.id is not null then 'received' else 'timeout' end,
+                            v_event.payload, null::timestamptz;
+        return;
+    end if;
+    -- wait: the deadline of the step's first call is kept
+    v_deadline := case when v_wait.step = wait_for_event.step and v_wait.event = wait_for_event.event
+                       then v_wait.deadline else v_now + wait_for_event.timeout end;
+    insert into brooq.job_wait as w (job_id, step, event, since, deadline, xid)
+    values (wait_for_event.job_id, wait_for_event.step, wait_for_event.event, v_now, v_deadline, pg_current_xact_id())
+    on conflict on constraint job_wait_pkey do update
+       set step = excluded.step, event = excluded.event, deadline = excluded.deadline, xid = excluded.xid,
+           since = case when w.step = excluded.step then w.since else excluded.since end;
+    -- an event committed since the look above: ready at once (its next claim receives it)
+    if exists (select from brooq.event e
+                where e.name = wait_for_event.event
+                  and e.expires_at > v_now
+                  and not exists (select from brooq.job_step s
+                                   where s.job_id = wait_for_event.job_id and s.event_id = e.id)) then
+        v_deadline := least(v_deadline, v_now);
+    end if;
+    update brooq.job j
+       set state = 'pending',
+           attempts = greatest(j.attempts - 1, 0),
+           available_at = v_deadline,
+           lease_losses = 0,
+           locked_by = null,
+           locked_until = null,
+           updated_at = v_now
+     where j.id = wait_for_event.job_id;
+    return query select 'waiting', null::jsonb, v_deadline;
+end
+$$;
+
+comment on function brooq.wait_for_event(text, bigint, bigint, text, text, interval) is
+'The job the caller holds (fenced by worker and lease_token) waits for an event: received (a kept event it has not received, stored as the step), timeout (past the deadline of the step''s first call), or waiting (pending until the deadline or an emit, its attempt given back, its lease released); no row when the lease was lost. Errors: 22004 NULL argument, 22023 bad step or event name or timeout, 54000 10000 steps.';
+
+revoke all on function brooq.wait_for_event(text, bigint, bigint, text, text, interval) from public;
+grant execute on function brooq.wait_for_event(text, bigint, bigint, text, text, interval) to brooq_worker;
+
+-- change function_emit_event
+
+-- brooq.emit_event(name, payload, keep) -> setof brooq.emitted
+--
+-- Emits the event `name` with its payload, in the caller's transaction (a producer
+-- emits it beside its own writes: both or neither). Every job waiting for the name
+-- (brooq.wait_for_event) becomes ready now, and its topic's workers are notified
+-- (NOTIFY brooq, as enqueue does, unless the topic has notify => false): its
+-- handler runs again and receives the payload. The event is kept until now + keep,
+-- so that a job that starts waiting for the name later still receives it (the
+-- earliest kept event of the name it has not received); purge deletes it after.
+-- Every waiter receives it: an event is a broadcast to the jobs that wait for its
+-- name, not a message to one of them. Name events after what they are about
+-- ('payment-confirmed:order-42'), so that only the jobs meant wait for them.
+--
+-- No lock it takes can stall a worker: it inserts its event, and locks only the
+-- waiting jobs it makes ready (pending, no worker holds them), skipping those
+-- another transaction holds (SKIP LOCKED: a claim of one at its deadline, another
+-- emit of the name, an admin's cancel); a job it skipped is woken by the next
+-- brooq.reap if it still waits (brooq._wake_missed). The payload reaches no claim:
+-- a handler receives it from wait_for_event, one event at a time.
+--
+-- Parameters:
+--   name     the event's name, 1 to 200 characters
+--   payload  jsonb (default 'null'), at most 1 MiB (1,048,576 bytes of its JSON text)
+--   keep     how long it is kept for jobs that start waiting later: 1 minute to
+--            100 years, no negative part (default 1 day)
+-- Returns: (id, woken): the event's id, and how many waiting jobs it made ready.
+-- Errors:
+--   22004 null_value_not_allowed   a NULL argument
+--   22023 invalid_parameter_value  a name empty or longer than 200 characters; keep
+--                                  out of range
+--   54000 program_limit_exceeded   a payload above 1 MiB
+-- Touches: inserts a row of brooq.event; updates the waiting jobs of the name
+-- (available_at = now).
+create type brooq.emitted as (
+    id    bigint,
+    woken integer
+);
+
+comment on type brooq.emitted is
+'Result of emit_event: the event''s id, and how many waiting jobs it made ready.';
+
+create or replace function brooq.emit_event(name text, payload jsonb default 'null', keep interval default '1 day')
+returns setof brooq.emitted
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_bytes integer;
+    v_id bigint;
+    v_woken integer;
+    v_topics text[];
+begin
+    if emit_event.name is null or emit_event.payload is null or emit_event.keep is null then
+        raise exception 'brooq.emit_event: name, payload and keep must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Pass the event''s name; leave payload out for JSON null and keep for 1 day.';
+    end if;
+    if emit_event.name = '' or length(emit_event.name) > 200 then
+        raise exception 'invalid event name "%"', left(emit_event.name, 40)
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Name an event with 1 to 200 characters, e.g. ''payment-confirmed:order-42''.';
+    end if;
+    if emit_event.keep < interval '1 minute' or not brooq._duration_ok(emit_event.keep)
+        or emit_event.keep > interval '100 years' then
+        raise exception 'invalid keep %', emit_event.keep
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Keep an event from 1 minute to 100 years, no part negative, e.g. ''1 day''.';
+    end if;
+    v_bytes := octet_length(emit_event.payload::text);
+    if v_bytes > 1048576 then
+        raise exception 'payload of event "%" is % bytes, larger than the 1048576 bytes allowed',
+                left(emit_event.name, 40), v_bytes
+            using errcode = 'program_limit_exceeded',
+                  hint = 'Emit a reference (an id the handler looks up), not the data.';
+    end if;
+    insert into brooq.event (name, payload, emitted_at, expires_at, emitted_by, xid)
+    values (emit_event.name, emit_event.payload, v_now, v_now + emit_event.keep, session_user, pg_current_xact_id())
+    returning id into v_id;
+    -- the waiters of the name: ready now (SKIP LOCKED: see the header)
+    with ready as (
+        update brooq.job j
+           set available_at = v_now,
+               updated_at = v_now
+         where j.id in (select k.id
+                          from brooq.job_wait w
+                          join brooq.job k on k.id = w.job_id
+                         where w.event = emit_event.name
+                           and k.state = 'pending'
+                           and k.available_at > v_now
+                           for no key update of k skip locked)
+        returning j.topic
+    )
+    select count(*), array_agg(distinct r.topic) into v_woken, v_topics from ready r;
+    if v_woken > 0 then
+        perform pg_notify('brooq', t.name) from brooq.topic t where t.name = any(v_topics) and t.notify;
+    end if;
+    return query select v_id, v_woken;
+end
+$$;
+
+comment on function brooq.emit_event(text, jsonb, interval) is
+'Emit an event in the caller''s transaction: the jobs waiting for its name become ready (SKIP LOCKED, the rest woken by reap) and it is kept for keep (default 1 day) for jobs that wait later. Errors: 22004 NULL argument, 22023 bad name or keep, 54000 a payload above 1 MiB.';
+
+revoke all on function brooq.emit_event(text, jsonb, interval) from public;
+grant execute on function brooq.emit_event(text, jsonb, interval) to brooq_producer;
+
+-- brooq._wake_missed() -> integer, the jobs it made ready
+--
+-- A wait and an emit of its name that commit at the same time may each miss the
+-- other (each looked before the other committed). Every pair that neither matched
+-- has one side from a transaction that had not ended when the previous sweep took
+-- its snapshot, so its xid is at or above the cursor that sweep left in
+-- brooq.event_sweep (the oldest transaction still running then, xmin). The sweep
+-- matches the waits of such transactions against every kept event, and the events of
+-- such transactions against every wait, wakes the matched jobs still waiting (SKIP
+-- LOCKED), and moves the cursor to the xmin of a snapshot taken before it matched,
+-- unless it skipped a job (kept for the next sweep). One sweeper at a time (the
+-- cursor's row, SKIP LOCKED); brooq.reap calls it when some job waits.
+-- Touches: the cursor's row; updates the jobs it wakes (available_at = now).
+create or replace function brooq._wake_missed()
+returns integer
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_from xid8;
+    v_next xid8;
+    v_ids bigint[];
+    v_woken integer;
+    v_topics text[];
+begin
+    select s.swept_to into v_from from brooq.event_sweep s for update skip locked;
+    if not found then
+        insert into brooq.event_sweep (only_row) values (true) on conflict on constraint event_sweep_pkey do nothing;
+        return 0;  -- another sweeper runs now
+    end if;
+    -- every transaction below it has ended before the statements below start
+    v_next := pg_snapshot_xmin(pg_current_snapshot());
+    select array_agg(distinct c.job_id) into v_ids
+      from (select w.job_id, w.event
+              from brooq.job_wait w
+             where w.xid >= v_from
+               and exists (select from brooq.event e
+                            where e.name = w.event and e.expires_at > v_now
+                              and not exists (select from brooq.job_step s
+                                               where s.job_id = w.job_id and s.event_id = e.id))
+            union
+            select w.job_id, w.event
+              from brooq.event e
+              join brooq.job_wait w on w.event = e.name
+             where e.xid >= v_from
+               and e.expires_at > v_now
+               and not exists (select from brooq.job_step s where s.job_id = w.job_id and s.event_id = e.id)) as c
+      join brooq.job j on j.id = c.job_id
+     where j.state = 'pending' and j.available_at > v_now;
+    if v_ids is not null then
+        with ready as (
+            update brooq.job j
+               set available_at = v_now,
+                   updated_at = v_now
+             where j.id in (select k.id from brooq.job k
+                             where k.id = any(v_ids) and k.state = 'pending' and k.available_at > v_now
+                               for no key update skip locked)
+            returning j.topic
+        )
+        select count(*), array_agg(distinct r.topic) into v_woken, v_topics from ready r;
+        perform pg_notify('brooq', t.name) from brooq.topic t where t.name = any(v_topics) and t.notify;
+        if exists (select from brooq.job k
+                    where k.id = any(v_ids) and k.state = 'pending' and k.available_at > v_now) then
+            return v_woken;  -- a job skipped: the cursor stays, the next sweep tries again
+        end if;
+    end if;
+    update brooq.event_sweep s set swept_to = v_next where s.only_row;
+    return coalesce(v_woken, 0);
+end
+$$;
+
+comment on function brooq._wake_missed() is
+'Private: wake the jobs whose wait and the emit of its event committed at the same time and missed each other (brooq.reap runs it). Errors: none.';
+
+revoke all on function brooq._wake_missed() from public;
+
+-- change function_reap
+
+-- brooq.reap(max_jobs) -> setof brooq.reaped
+--
+-- Returns jobs whose lease expired (processing, locked_until < now) to pending:
+-- available_at = now, lease cleared, attempts unchanged (a crash is not a
+-- failure: a reap charges no attempt), lease_losses + 1, and last_error notes
+-- whose lease expired when. Oldest expiry first, at most max_jobs per call. Rows
+-- are taken with SKIP LOCKED, so any number of reapers may run at once.
+--
+-- The poison pill: a job whose handler kills its process every time would be
+-- reaped and claimed forever. When this reap is the job's max_lease_losses-th in
+-- a row (its topic's setting; lease_losses counts reaps since an outcome was
+-- last written, and every settle resets it), the job becomes dead instead, lease
+-- cleared, attempts unchanged, and last_error says so:
+--   'lease lost 5 times in a row (max_lease_losses 5), the last of worker w
+--    expired at ...; job dead'
+-- This is the only way a job is dead without a failure on its last attempt.
+-- A topic declared with retain_payload => false loses the payload of a job reap
+-- makes dead (poison pill, or max_execution on the last attempt): 'null'::jsonb,
+-- as with any terminal job.
+--
+-- max_execution: a lease that ran to the job's execution deadline
+-- (first_claimed_at + the topic's max_execution <= locked_until: claim and
+-- heartbeat never let a lease run past it) is no crash but a job out of time: reap
+-- records it as a failed attempt, as settle records outcome failed: failed, retried
+-- after the topic's backoff, or dead when it was the last attempt (attempts unchanged,
+-- charged at claim; lease_losses back to 0, an outcome was written), and last_error
+--   'max_execution 00:05:00 exceeded (first claimed at ..., deadline ...); the
+--    attempt of worker w was stopped'
+-- It never makes a job dead by itself: only on the last attempt, as any failure.
+--
+-- Parameters:
+--   max_jobs  1 to 100000 (default 1000)
+-- Returns: (id, topic) of each job put back, failed (max_execution) or made dead.
+-- Errors:
+--   22004 null_value_not_allowed   max_jobs is NULL
+--   22023 invalid_parameter_value  max_jobs out of range
+-- Workflows: a job it makes dead that has children hands them to brooq._release
+-- in this transaction (canceled under after_policy cancel, transitively); then
+-- brooq._release_missed counts the ends of parents that a settle could not see
+-- (a child committed after its parent's settle began), for up to max_jobs children.
+-- Durable steps: when some job waits for an event, brooq._wake_missed wakes the
+-- waiters whose wait and the emit of their event committed at the same time and
+-- missed each other.
+-- Touches: updates up to max_jobs rows of brooq.job; through brooq._release, the
+-- edges and waiting descendants of the jobs it made dead.
+create or replace function brooq.reap(max_jobs integer default 1000)
+returns setof brooq.reaped
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := brooq._now();
+    v_rows brooq.reaped[];
+    v_parents bigint[];   -- jobs made dead that have children (workflows)
+begin
+    if reap.max_jobs is null then
+        raise exception 'brooq.reap: max_jobs must not be NULL'
+            using errcode = 'null_value_not_allowed',
+                  hint = 'Leave max_jobs out for its default (1000).';
+    end if;
+    if reap.max_jobs not between 1 and 100000 then
+        raise exception 'invalid max_jobs %', reap.max_jobs
+            using errcode = 'invalid_parameter_value',
+                  hint = 'max_jobs must be between 1 and 100000.';
+    end if;
+
+    -- Topics are never deleted; a job of an unknown topic (written by hand) takes
+    -- the default of 5.
+    with expired as (
+        select j.id,
+               j.first_claimed_at + t.max_execution as deadline,
+               coalesce(j.first_claimed_at + t.max_execution <= j.locked_until, false) as overdue,
+               j.lease_losses + 1 >= coalesce(t.max_lease_losses, 5) as poison,
+               coalesce(t.max_lease_losses, 5) as max_losses,
+               t.max_execution,
+               t.backoff_base,
+               t.backoff_max,
+               coalesce(t.retain_payload, true) as retain_payload
+          from brooq.job j
+          left join brooq.topic t on t.name = j.topic
+         where j.locked_until < v_now
+           and j.state = 'processing'
+         order by j.locked_until
+         limit reap.max_jobs
+           for no key update of j skip locked
+    )
+    , reaped as (
+    update brooq.job j
+       set state = case
+               when e.overdue and j.attempts >= j.max_attempts then 'dead'
+               when e.overdue then 'failed'
+               when e.poison then 'dead'
+               else 'pending'
+           end,
+           available_at = case
+               when e.overdue then v_now + brooq._backoff(e.backoff_base, e.backoff_max, j.attempts)
+               when e.poison then j.available_at
+               else v_now
+           end,
+           lease_losses = case when e.overdue then 0 else j.lease_losses + 1 end,
+           -- retain_payload => false: a job made dead keeps no payload
+           payload = case
+               when not e.retain_payload and (e.overdue and j.attempts >= j.max_attempts
+                                              or not e.overdue and e.poison) then 'null'::jsonb
+               else j.payload
+           end,
+           last_error = case
+               when e.overdue then format(
+                   'max_execution %s exceeded (first claimed at %s, deadline %s); the attempt of worker %s was stopped%s',
+                   e.max_execution, j.first_claimed_at, e.deadline, j.locked_by,
+                   case when j.attempts >= j.max_attempts then '; job dead (last attempt)' else '' end)
+               when e.poison then format(
+                   'lease lost %s times in a row (max_lease_losses %s), the last of worker %s expired at %s; job dead',
+                   j.lease_losses + 1, e.max_losses, j.locked_by, j.locked_until)
+               else format('lease of worker %s expired at %s; job returned to the queue',
+                           j.locked_by, j.locked_until)
+           end,
+           locked_by = null,
+           locked_until = null,
+           updated_at = v_now
+      from expired e
+     where j.id = e.id
+    returning j.id, j.topic, j.state,
+              j.state = 'dead' and exists (select from brooq.job_edge c where c.parent = j.id) as parent
+    )
+    select coalesce(array_agg(row(r.id, r.topic)::brooq.reaped), '{}'),
+           array_agg(r.id) filter (where r.parent)
+      into v_rows, v_parents
+      from reaped r;
+    -- Workflows: the waiting children of a job made dead follow their after_policy.
+    if v_parents is not null then
+        perform brooq._release(v_parents, array_fill('dead'::text, array[cardinality(v_parents)]));
+    end if;
+    -- and the ends of parents that a settle could not count (none, as a rule: one
+    -- probe of an empty table)
+    if exists (select from brooq.job_edge_check) then
+        perform brooq._release_missed(reap.max_jobs);
+    end if;
+    -- and the waits an emit could not see (none, as a rule: one probe of an empty table)
+    if exists (select from brooq.job_wait) then
+        perform brooq._wake_missed();
+    end if;
+    return query select * from unnest(v_rows);
+end
+$$;
+
+comment on function brooq.reap(integer) is
+'Put jobs whose lease expired back to pending (attempts unchanged), or make them dead at their topic''s max_lease_losses reaps in a row (the poison pill); a lease that ran to the job''s max_execution deadline is a failed attempt (failed, or dead on the last attempt); safe to run from many processes. Errors: 22004, 22023 bad max_jobs.';
+
+revoke all on function brooq.reap(integer) from public;
+grant execute on function brooq.reap(integer) to brooq_worker;
 
 -- change function_schedule_maintenance
 
@@ -2570,7 +3399,7 @@ revoke all on function brooq._heartbeat_rows(bigint[], bigint[], jsonb[]) from p
 -- Retention policies of the job's topic (brooq.declare_topic):
 --   retain_done => false     a job settled done is deleted by this very call
 --                            (reported as done all the same; its result is not
---                            stored); a job somebody watches (brooq.watch) is
+--                            stored; its steps, brooq.job_step, go with it); a job somebody watches (brooq.watch) is
 --                            kept, so its waiter reads its fate; so is a job
 --                            with children (workflows), for their handlers, and
 --                            one a producer enqueueing a child of it holds.
@@ -2733,6 +3562,12 @@ begin
         select array_agg(g.id) into v_gone from gone g;
         v_dropped := coalesce(cardinality(v_gone), 0);
         return query select g.id, 'done'::brooq.job_state from unnest(v_gone) as g(id);
+        -- Durable steps: a job deleted takes its steps and wait along (no step in the
+        -- table, as a rule: one probe of an empty table)
+        if v_dropped > 0 and exists (select from brooq.job_step) then
+            delete from brooq.job_step s where s.job_id = any(v_gone);
+            delete from brooq.job_wait w where w.job_id = any(v_gone);
+        end if;
         -- A child whose enqueue committed after this statement's snapshot and before
         -- its lock (the producer's key-share lock gone, so the row was not skipped)
         -- named a parent deleted here; its enqueue noted it in brooq.job_edge_check.
@@ -3168,8 +4003,8 @@ grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;
 
 -- change function_retry
 
--- brooq.retry(job_id, rearm_children) -> boolean
--- brooq.retry_dead(topic, include_canceled, max_jobs, since, rearm_children) -> integer
+-- brooq.retry(job_id, rearm_children, clear_steps) -> boolean
+-- brooq.retry_dead(topic, include_canceled, max_jobs, since, rearm_children, clear_steps) -> integer
 --
 -- Re-drive: put dead (and, when asked, canceled) jobs back to pending, an
 -- explicit act of an admin, distinct from any worker's outcome. It is the only
@@ -3203,28 +4038,36 @@ grant select on brooq.jobs to brooq_producer, brooq_worker, brooq_admin;
 --                  (brooq._rearm); a child that another dead or canceled parent
 --                  still cancels stays canceled. Off by default: a re-drive is a
 --                  repair of one job, and its children may have been handled since.
+--   durable steps  kept (brooq.job_step): the handler runs again from the top and
+--                  the steps it finished return at once, so a re-drive after a fix
+--                  does not repeat what succeeded (a charge made, an email sent);
+--                  clear_steps => true deletes them, so every step runs again. A
+--                  wait in progress is forgotten either way (brooq.job_wait): the
+--                  handler's wait starts again, with a new deadline.
 -- Wakes workers with NOTIFY brooq, payload = topic, like enqueue (unless the
 -- topic was declared with notify => false).
 --
--- retry(job_id, rearm_children => false): a dead or canceled job (naming one job
+-- retry(job_id, rearm_children => false, clear_steps => false): a dead or canceled job (naming one job
 --   is asking for it).
 --   Returns true when this call re-drove it; false when there is nothing to
 --   re-drive: the job is pending, failed, processing or done, or no job has this
 --   id. False rather than an error, like cancel.
 -- retry_dead(topic, include_canceled => false, max_jobs => 1000, since => NULL,
---            rearm_children => false):
+--            rearm_children => false, clear_steps => false):
 --   the topic's dead jobs (and canceled ones with include_canceled), oldest
 --   first (by the time they became terminal), only those that became terminal
 --   at or after since when given, at most max_jobs per call; rows another
 --   transaction holds are skipped (SKIP LOCKED): call again until it returns 0.
 --   Returns how many jobs it re-drove.
 -- Errors:
---   22004 null_value_not_allowed   job_id, topic, include_canceled, max_jobs or
---                                  rearm_children is NULL
+--   22004 null_value_not_allowed   job_id, topic, include_canceled, max_jobs,
+--                                  rearm_children or clear_steps is NULL
 --   42704 undefined_object         retry_dead: the topic was not declared
 --   22023 invalid_parameter_value  max_jobs not between 1 and 100000
--- Touches (also brooq.job_group, for grouped jobs): updates rows of brooq.job (one for retry, up to max_jobs for retry_dead).
-create or replace function brooq._retry(job_ids bigint[], from_states text[], rearm_children boolean)
+-- Touches (also brooq.job_group, for grouped jobs): updates rows of brooq.job (one for retry, up to max_jobs for retry_dead);
+-- deletes their rows of brooq.job_wait (and of brooq.job_step with clear_steps).
+create or replace function brooq._retry(job_ids bigint[], from_states text[], rearm_children boolean,
+                                        clear_steps boolean)
 returns integer
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -3284,6 +4127,11 @@ begin
            and j.state = any(_retry.from_states)
            and j.state in ('dead', 'canceled')
         returning j.id, j.topic, exists (select from brooq.job_edge e where e.parent = j.id) as parent
+    ), waits as (
+        -- durable steps: a wait in progress starts again; the steps are kept unless asked
+        delete from brooq.job_wait w using redriven r where w.job_id = r.id
+    ), steps as (
+        delete from brooq.job_step s using redriven r where _retry.clear_steps and s.job_id = r.id
     )
     select count(*), array_agg(distinct r.topic), array_agg(r.id) filter (where r.parent)
       into v_count, v_topics, v_parents
@@ -3298,19 +4146,21 @@ begin
 end
 $$;
 
-create or replace function brooq.retry(job_id bigint, rearm_children boolean default false)
+create or replace function brooq.retry(job_id bigint, rearm_children boolean default false,
+                                       clear_steps boolean default false)
 returns boolean
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if retry.job_id is null or retry.rearm_children is null then
-        raise exception 'brooq.retry: job_id and rearm_children must not be NULL'
+    if retry.job_id is null or retry.rearm_children is null or retry.clear_steps is null then
+        raise exception 'brooq.retry: job_id, rearm_children and clear_steps must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Pass the id of a dead or canceled job; leave rearm_children out for false.';
+                  hint = 'Pass the id of a dead or canceled job; leave rearm_children and clear_steps out for false.';
     end if;
-    return brooq._retry(array[retry.job_id], array['dead', 'canceled'], retry.rearm_children) = 1;
+    return brooq._retry(array[retry.job_id], array['dead', 'canceled'], retry.rearm_children,
+                        retry.clear_steps) = 1;
 end
 $$;
 
@@ -3319,7 +4169,8 @@ create or replace function brooq.retry_dead(
     include_canceled boolean default false,
     max_jobs integer default 1000,
     since timestamptz default null,
-    rearm_children boolean default false)
+    rearm_children boolean default false,
+    clear_steps boolean default false)
 returns integer
 language plpgsql
 security definer
@@ -3329,10 +4180,10 @@ declare
     v_states text[];
 begin
     if retry_dead.topic is null or retry_dead.include_canceled is null or retry_dead.max_jobs is null
-        or retry_dead.rearm_children is null then
-        raise exception 'brooq.retry_dead: topic, include_canceled, max_jobs and rearm_children must not be NULL'
+        or retry_dead.rearm_children is null or retry_dead.clear_steps is null then
+        raise exception 'brooq.retry_dead: topic, include_canceled, max_jobs, rearm_children and clear_steps must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Name a topic; leave include_canceled, max_jobs and rearm_children out for their defaults (false, 1000, false).';
+                  hint = 'Name a topic; leave include_canceled, max_jobs, rearm_children and clear_steps out for their defaults (false, 1000, false, false).';
     end if;
     if not exists (select from brooq.topic t where t.name = retry_dead.topic) then
         raise exception 'topic "%" does not exist', left(retry_dead.topic, 200)
@@ -3353,22 +4204,22 @@ begin
            and (retry_dead.since is null or j.updated_at >= retry_dead.since)
          order by j.updated_at, j.id
          limit retry_dead.max_jobs
-           for no key update skip locked), v_states, retry_dead.rearm_children);
+           for no key update skip locked), v_states, retry_dead.rearm_children, retry_dead.clear_steps);
 end
 $$;
 
-comment on function brooq._retry(bigint[], text[], boolean) is
+comment on function brooq._retry(bigint[], text[], boolean, boolean) is
 'Private: re-drive the listed jobs that are in one of from_states (dead or canceled) to pending; returns how many.';
-comment on function brooq.retry(bigint, boolean) is
-'Re-drive a dead or canceled job to pending (an admin act: attempts kept, a fresh budget of max_attempts, last_error noted), and with rearm_children the children its end canceled; true if re-driven, false otherwise. Errors: 22004 NULL argument.';
-comment on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean) is
+comment on function brooq.retry(bigint, boolean, boolean) is
+'Re-drive a dead or canceled job to pending (an admin act: attempts kept, a fresh budget of max_attempts, last_error noted, its durable steps kept unless clear_steps), and with rearm_children the children its end canceled; true if re-driven, false otherwise. Errors: 22004 NULL argument.';
+comment on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean, boolean) is
 'Re-drive up to max_jobs dead (and canceled, if asked) jobs of a topic, oldest first; returns how many. Errors: 22004 NULL argument, 42704 unknown topic, 22023 bad max_jobs.';
 
-revoke all on function brooq._retry(bigint[], text[], boolean) from public;
-revoke all on function brooq.retry(bigint, boolean) from public;
-revoke all on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean) from public;
-grant execute on function brooq.retry(bigint, boolean) to brooq_admin;
-grant execute on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean) to brooq_admin;
+revoke all on function brooq._retry(bigint[], text[], boolean, boolean) from public;
+revoke all on function brooq.retry(bigint, boolean, boolean) from public;
+revoke all on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean, boolean) from public;
+grant execute on function brooq.retry(bigint, boolean, boolean) to brooq_admin;
+grant execute on function brooq.retry_dead(text, boolean, integer, timestamptz, boolean, boolean) to brooq_admin;
 
 -- change function_health
 
@@ -4277,7 +5128,8 @@ grant select on brooq.schedules to brooq_worker, brooq_admin;
 --   42704 undefined_object         the topic was not declared
 --   22023 invalid_parameter_value  states empty, or holding NULL, processing or an
 --                                  unknown state
--- Touches: deletes rows of brooq.job and their rows of brooq.job_edge; through
+-- Touches: deletes rows of brooq.job and their rows of brooq.job_edge, brooq.job_step
+-- and brooq.job_wait; through
 -- brooq._release, the waiting descendants of the parents it deleted.
 create or replace function brooq.flush(topic text, states text[] default array['pending', 'failed'])
 returns bigint
@@ -4327,6 +5179,11 @@ begin
         delete from brooq.job_edge e
          using gone g
          where g.after_policy is not null and e.child = g.id
+    ), steps as (
+        -- durable steps: a job's steps and wait go with it
+        delete from brooq.job_step s using gone g where s.job_id = g.id
+    ), waits as (
+        delete from brooq.job_wait w using gone g where w.job_id = g.id
     )
     select count(*), array_agg(g.id) filter (where g.parent and g.state not in ('done', 'dead', 'canceled'))
       into v_count, v_parents
@@ -4526,7 +5383,8 @@ grant select on brooq.topics to brooq_worker, brooq_admin;
 --   55006 object_in_use           jobs or schedules remain and force is false
 -- Touches: deletes the topic's rows of brooq.topic, brooq.flow_lock, brooq.job_group,
 -- brooq.claim_window, brooq.retention_stat, and with force of brooq.job,
--- brooq.schedule and cron.job, and the deleted jobs' rows of brooq.job_edge; through
+-- brooq.schedule and cron.job, and the deleted jobs' rows of brooq.job_edge,
+-- brooq.job_step and brooq.job_wait; through
 -- brooq._release, the waiting descendants of the unfinished parents it deleted.
 create or replace function brooq.drop_topic(name text, force boolean default false)
 returns bigint
@@ -4583,6 +5441,11 @@ begin
         delete from brooq.job_edge e
          using gone g
          where g.after_policy is not null and e.child = g.id
+    ), steps as (
+        -- durable steps: a job's steps and wait go with it
+        delete from brooq.job_step s using gone g where s.job_id = g.id
+    ), waits as (
+        delete from brooq.job_wait w using gone g where w.job_id = g.id
     )
     select count(*), array_agg(g.id) filter (where g.parent and g.state not in ('done', 'dead', 'canceled'))
       into v_count, v_parents

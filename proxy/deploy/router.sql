@@ -780,15 +780,15 @@ $$;
 comment on function brooq_proxy._cancel_on(bigint) is
 'Private to the router''s brooq.cancel: the call on the partition the id names.';
 
-create function brooq_proxy._retry_on(job_id bigint, rearm_children boolean)
+create function brooq_proxy._retry_on(job_id bigint, rearm_children boolean, clear_steps boolean)
 returns boolean
 language plproxy
 as $$
     cluster 'brooq';
     run on brooq_proxy.partition_of(job_id);
-    select brooq.retry(job_id, rearm_children) as _retry_on;
+    select brooq.retry(job_id, rearm_children, clear_steps) as _retry_on;
 $$;
-comment on function brooq_proxy._retry_on(bigint, boolean) is
+comment on function brooq_proxy._retry_on(bigint, boolean, boolean) is
 'Private to the router''s brooq.retry: the call on the partition the id names.';
 
 create function brooq_proxy._job_fate_on(job_id bigint)
@@ -827,7 +827,7 @@ $$;
 comment on function brooq.cancel(bigint) is
 'Router: cancels the job on the partition its id names. Errors: the partition''s; 08001/08006 the partition unreachable.';
 
-create function brooq.retry(job_id bigint, rearm_children boolean default false)
+create function brooq.retry(job_id bigint, rearm_children boolean default false, clear_steps boolean default false)
 returns boolean
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -835,7 +835,7 @@ as $$
 declare
     v_state text; v_message text; v_detail text; v_hint text;
 begin
-    return brooq_proxy._retry_on(retry.job_id, retry.rearm_children);
+    return brooq_proxy._retry_on(retry.job_id, retry.rearm_children, retry.clear_steps);
 exception when others then
     get stacked diagnostics v_state = returned_sqlstate, v_message = message_text,
                             v_detail = pg_exception_detail, v_hint = pg_exception_hint;
@@ -844,7 +844,7 @@ exception when others then
     return null;
 end
 $$;
-comment on function brooq.retry(bigint, boolean) is
+comment on function brooq.retry(bigint, boolean, boolean) is
 'Router: re-drives the dead or canceled job on the partition its id names. Errors: the partition''s; 08001/08006 the partition unreachable.';
 
 create function brooq.job_fate(job_id bigint)
@@ -1210,17 +1210,17 @@ revoke all on function brooq_proxy._set_paused(text, boolean) from public;
 revoke all on function brooq.pause_topic(text) from public;
 revoke all on function brooq.resume_topic(text) from public;
 revoke all on function brooq_proxy._cancel_on(bigint) from public;
-revoke all on function brooq_proxy._retry_on(bigint, boolean) from public;
+revoke all on function brooq_proxy._retry_on(bigint, boolean, boolean) from public;
 revoke all on function brooq.cancel(bigint) from public;
-revoke all on function brooq.retry(bigint, boolean) from public;
+revoke all on function brooq.retry(bigint, boolean, boolean) from public;
 grant execute on function brooq_proxy._declare_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean),
                           brooq.declare_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean),
                           brooq_proxy._alter_topic_all(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]),
                           brooq.alter_topic(text, integer, interval, interval, interval, integer, boolean, interval, integer, integer, integer, interval, interval, boolean, boolean, text[]),
                           brooq_proxy._set_paused_all(text, boolean), brooq_proxy._set_paused(text, boolean),
                           brooq.pause_topic(text), brooq.resume_topic(text),
-                          brooq_proxy._cancel_on(bigint), brooq_proxy._retry_on(bigint, boolean),
-                          brooq.cancel(bigint), brooq.retry(bigint, boolean)
+                          brooq_proxy._cancel_on(bigint), brooq_proxy._retry_on(bigint, boolean, boolean),
+                          brooq.cancel(bigint), brooq.retry(bigint, boolean, boolean)
    to brooq_admin;
 
 revoke all on function brooq_proxy._job_fate_on(bigint) from public;

@@ -21,7 +21,7 @@ drop function brooq_proxy._alter_topic_all(text, integer, interval, interval, in
 drop function brooq_proxy._set_paused_all(text, boolean);
 drop function brooq_proxy._set_paused(text, boolean);
 drop function brooq_proxy._cancel_on(bigint);
-drop function brooq_proxy._retry_on(bigint, boolean);
+drop function brooq_proxy._retry_on(bigint, boolean, boolean);
 drop function brooq_proxy._job_fate_on(bigint);
 drop function brooq_proxy._partition_topic_stats_all();
 drop function brooq_proxy.partition_topic_stats();

@@ -9,7 +9,7 @@ select 'brooq.enqueue(text, jsonb, text, timestamptz, integer, interval, text, j
        'brooq.pause_topic(text)'::regprocedure,
        'brooq.resume_topic(text)'::regprocedure,
        'brooq.cancel(bigint)'::regprocedure,
-       'brooq.retry(bigint, boolean)'::regprocedure,
+       'brooq.retry(bigint, boolean, boolean)'::regprocedure,
        'brooq.job_fate(bigint)'::regprocedure,
        'brooq_proxy.partition_topic_stats()'::regprocedure,
        'brooq_proxy.partition_topics()'::regprocedure,

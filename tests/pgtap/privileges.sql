@@ -2,7 +2,7 @@
 -- relation (catalog), then real calls under each switched role that succeed
 -- where the role has its part and fail with 42501 everywhere else.
 begin;
-select plan(320);
+select plan(349);
 
 -- Structure: roles ------------------------------------------------------------
 
@@ -41,9 +41,15 @@ insert into matrix values
     ('brooq.unwatch(bigint)', true, true, true),
     ('brooq.reap(integer)', false, true, true),
     ('brooq.cancel(bigint)', false, false, true),
-    ('brooq.retry(bigint, boolean)', false, false, true),
-    ('brooq.retry_dead(text, boolean, integer, timestamptz, boolean)', false, false, true),
-    ('brooq._retry(bigint[], text[], boolean)', false, false, false),
+    ('brooq.retry(bigint, boolean, boolean)', false, false, true),
+    ('brooq.retry_dead(text, boolean, integer, timestamptz, boolean, boolean)', false, false, true),
+    ('brooq._retry(bigint[], text[], boolean, boolean)', false, false, false),
+    ('brooq.checkpoint(text, bigint, bigint, text, jsonb)', false, true, true),
+    ('brooq.steps(bigint)', true, true, true),
+    ('brooq.sleep(text, bigint, bigint, text, timestamptz, interval)', false, true, true),
+    ('brooq.wait_for_event(text, bigint, bigint, text, text, interval)', false, true, true),
+    ('brooq.emit_event(text, jsonb, interval)', true, false, true),
+    ('brooq._wake_missed()', false, false, false),
     ('brooq.health()', false, true, true),
     ('brooq._health_jobs()', false, true, true),
     ('brooq.schedule(text, text, text, jsonb, integer, text)', false, false, true),
@@ -167,6 +173,11 @@ select throws_ok($$ select * from brooq.tick_schedules() $$, '42501', 'permissio
 select throws_ok($$ select brooq.drop_topic('t.priv') $$, '42501', 'permission denied for function drop_topic',
     'producer: no drop_topic');
 select throws_ok($$ select brooq._now() $$, '42501', 'permission denied for function _now', 'producer: no _now');
+select lives_ok($$ select brooq.emit_event('priv.event', '{"by": "producer"}') $$, 'producer: emit_event');
+select throws_ok(format($$ select brooq.checkpoint('p', %s, 1, 'x', '1') $$, :j), '42501',
+    'permission denied for function checkpoint', 'producer: no checkpoint');
+select throws_ok($$ select brooq._wake_missed() $$, '42501', 'permission denied for function _wake_missed',
+    'producer: no _wake_missed (only reap calls it)');
 reset role;
 
 -- brooq_worker: claim, settle, heartbeat, reap, the views; nothing else
@@ -188,6 +199,8 @@ select lives_ok($$ select * from brooq.tick_schedules() $$, 'worker: tick_schedu
 select throws_ok($$ select brooq.drop_topic('t.priv') $$, '42501', 'permission denied for function drop_topic',
     'worker: no drop_topic');
 select throws_ok($$ select brooq.enqueue('t.priv') $$, '42501', 'permission denied for function enqueue', 'worker: no enqueue');
+select throws_ok($$ select brooq.emit_event('priv.event') $$, '42501', 'permission denied for function emit_event',
+    'worker: no emit_event (a producer''s call)');
 select throws_ok($$ select brooq.enqueue_many('t.priv', array['{}']::jsonb[]) $$, '42501',
     'permission denied for function enqueue_many', 'worker: no enqueue_many');
 select throws_ok(format($$ select brooq.cancel(%s) $$, :j), '42501', 'permission denied for function cancel', 'worker: no cancel');
@@ -253,6 +266,7 @@ select throws_ok($$ select brooq.enqueue('t.priv') $$, '42501', 'permission deni
     'PUBLIC cannot even reach the schema: no enqueue');
 select throws_ok($$ select brooq.claim('x', array['t.priv']) $$, '42501', 'permission denied for schema brooq', 'nor claim');
 select throws_ok($$ select * from brooq.topic_stats $$, '42501', 'permission denied for schema brooq', 'nor read the views');
+select throws_ok($$ select brooq.emit_event('priv.event') $$, '42501', 'permission denied for schema brooq', 'nor emit an event');
 reset role;
 set local role brooq_tap_app;
 select lives_ok($$ select brooq.enqueue('t.priv', '{"by": "app"}') $$, 'a role granted brooq_producer can enqueue');

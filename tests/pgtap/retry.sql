@@ -7,13 +7,13 @@ select plan(50);
 
 -- Structure -------------------------------------------------------------------
 
-select has_function('brooq', 'retry', array['bigint', 'boolean']);
-select function_returns('brooq', 'retry', array['bigint', 'boolean'], 'boolean');
-select is_definer('brooq', 'retry', array['bigint', 'boolean']);
-select has_function('brooq', 'retry_dead', array['text', 'boolean', 'integer', 'timestamp with time zone', 'boolean']);
-select function_returns('brooq', 'retry_dead', array['text', 'boolean', 'integer', 'timestamp with time zone', 'boolean'], 'integer');
-select is_definer('brooq', 'retry_dead', array['text', 'boolean', 'integer', 'timestamp with time zone', 'boolean']);
-select isnt_definer('brooq', '_retry', array['bigint[]', 'text[]', 'boolean']);
+select has_function('brooq', 'retry', array['bigint', 'boolean', 'boolean']);
+select function_returns('brooq', 'retry', array['bigint', 'boolean', 'boolean'], 'boolean');
+select is_definer('brooq', 'retry', array['bigint', 'boolean', 'boolean']);
+select has_function('brooq', 'retry_dead', array['text', 'boolean', 'integer', 'timestamp with time zone', 'boolean', 'boolean']);
+select function_returns('brooq', 'retry_dead', array['text', 'boolean', 'integer', 'timestamp with time zone', 'boolean', 'boolean'], 'integer');
+select is_definer('brooq', 'retry_dead', array['text', 'boolean', 'integer', 'timestamp with time zone', 'boolean', 'boolean']);
+select isnt_definer('brooq', '_retry', array['bigint[]', 'text[]', 'boolean', 'boolean']);
 
 -- Behaviour: retry(job_id) -----------------------------------------------------------
 
@@ -79,7 +79,7 @@ select ok(brooq.retry(:pill), 'retry of the poison pill');
 select results_eq(format($$ select state::text, lease_losses, attempts, max_attempts from brooq.job where id = %s $$, :pill),
     $$ values ('pending'::text, 0, 2, 4) $$, 'its lease losses start from 0 again');
 select is(brooq.retry(-1), false, 'retry of an unknown id returns false');
-select throws_ok($$ select brooq.retry(null) $$, '22004', 'brooq.retry: job_id and rearm_children must not be NULL', 'a NULL id is 22004');
+select throws_ok($$ select brooq.retry(null) $$, '22004', 'brooq.retry: job_id, rearm_children and clear_steps must not be NULL', 'a NULL id is 22004');
 
 -- Behaviour: retry_dead(topic, ...) --------------------------------------------------
 
@@ -107,7 +107,7 @@ select is(brooq.retry_dead('t.retry.many'), 0, 'nothing left: 0');
 select is(brooq.retry_dead('t.retry.many', include_canceled => true), 1, 'include_canceled takes the canceled job too');
 select throws_ok($$ select brooq.retry_dead('t.nope') $$, '42704', 'topic "t.nope" does not exist', 'an unknown topic is 42704');
 select throws_ok($$ select brooq.retry_dead(null) $$, '22004',
-    'brooq.retry_dead: topic, include_canceled, max_jobs and rearm_children must not be NULL', 'a NULL topic is 22004');
+    'brooq.retry_dead: topic, include_canceled, max_jobs, rearm_children and clear_steps must not be NULL', 'a NULL topic is 22004');
 select throws_ok($$ select brooq.retry_dead('t.retry.many', max_jobs => 0) $$, '22023', 'invalid max_jobs 0', 'max_jobs 0 is 22023');
 
 -- Privileges --------------------------------------------------------------------------

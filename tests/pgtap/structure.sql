@@ -8,13 +8,13 @@ select plan(74);
 
 select has_schema('brooq');
 select tables_are('brooq', array['topic', 'job', 'job_watch', 'claim_window', 'flow_lock', 'job_group', 'schedule', 'retention_stat', 'staged_call',
-                                 'job_edge', 'job_edge_check'],
-    'brooq has exactly the tables topic, job, job_watch, claim_window, flow_lock, job_group, schedule, retention_stat, staged_call, job_edge and job_edge_check');
+                                 'job_edge', 'job_edge_check', 'job_step', 'job_wait', 'event', 'event_sweep'],
+    'brooq has exactly the tables topic, job, job_watch, claim_window, flow_lock, job_group, schedule, retention_stat, staged_call, job_edge, job_edge_check, job_step, job_wait, event and event_sweep');
 select views_are('brooq', array['topics', 'topic_stats', 'in_flight', 'jobs', 'schedules', 'retention_stats', 'staged_calls',
                           '_job_parents'],
     'brooq has exactly the views topics, topic_stats, in_flight, jobs, schedules, retention_stats and staged_calls, and the private _job_parents');
 select types_are('brooq', array['job_state', 'enqueued', 'claimed_job', 'settled', 'reaped', 'maintenance_job', 'health_check', 'ticked_job',
-                                'parent_job', 'child_job'],
+                                'parent_job', 'child_job', 'checkpointed', 'step', 'suspended', 'awaited', 'emitted'],
     'brooq has exactly its named row types and the state domain');
 select domains_are('brooq', array['job_state'], 'brooq has the one domain job_state');
 select domain_type_is('brooq', 'job_state', 'text', 'job_state is a text domain (revertible, unlike an enum)');
