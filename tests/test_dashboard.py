@@ -206,10 +206,12 @@ def test_pages_render_from_the_views(dashboard: Dashboard, db: str, jobs: dict[s
 
 def test_the_failure_lists_read_the_failures_not_the_history(db: str) -> None:
     """The dead and failed list, of every topic or of one, reads one range of
-    job_failures_idx per topic: 20,000 done jobs newer than the failures are never read
+    job_failures_idx per topic and state: 20,000 done jobs newer than the failures are never read
     (the list once walked job_pkey back until it had 200 rows; docs/dashboard.md)."""
-    from brooq.tools import queries as tool_queries
+    from brooq.tools import dashboard_browse as listing
     from brooq.tools.dashboard import Database
+    from brooq.tools.dashboard_browse import Filters
+    from psycopg.rows import class_row
     with psycopg.connect(db, autocommit=True) as conn:
         for t in ("a", "b", "c"):
             conn.execute("select brooq.declare_topic(%s)", [t])
@@ -231,10 +233,12 @@ def test_the_failure_lists_read_the_failures_not_the_history(db: str) -> None:
                 read = "select pg_stat_get_xact_tuples_returned('brooq.job'::regclass)" \
                        " + pg_stat_get_xact_tuples_fetched('brooq.job'::regclass)"
                 before = conn.execute(read).fetchone()[0]  # type: ignore[index]
-                rows = conn.execute(tool_queries.DASHBOARD_JOBS,
-                                    {"topics": topics, "states": states, "limit": 5}).fetchall()
+                plan = listing.plan(Filters(state=states[0] if len(states) == 1 else ""), topics, None, 5)
+                rows = conn.cursor(row_factory=class_row(listing.Scanned)).execute(
+                    plan.order.query, plan.params).fetchall()
                 tuples = conn.execute(read).fetchone()[0] - before  # type: ignore[index]
-            assert [r[:3] for r in rows] == [f for f in failures if f[1] in topics and f[2] in states][:5]
+            assert listing.merge(plan, rows).ids == \
+                [f[0] for f in failures if f[1] in topics and f[2] in states][:5]
             assert tuples <= 12, f"the list of {topics} {states} read {tuples} rows of brooq.job"
 
 
@@ -321,8 +325,9 @@ def test_the_search_box_finds_a_job_by_id_or_key_and_pages_refresh_themselves(
     assert "<script>x" not in text  # the text searched is shown escaped (title, box)
     assert dashboard.get("/find?q=" + "k" * 201)[0] == 400
     # the read pages reload themselves every few seconds, a flash shown once
-    page = dashboard.get("/jobs?topic=invoice&did=login")[1]
-    assert '<meta http-equiv="refresh" content="5; url=/jobs?topic=invoice">' in page
+    page = dashboard.get("/in-flight?did=login")[1]
+    assert '<meta http-equiv="refresh" content="5; url=/in-flight">' in page
+    assert "http-equiv" not in dashboard.get("/jobs?topic=invoice")[1]  # filters to type: held still
     assert '<meta http-equiv="refresh" content="5; url=/">' in dashboard.get("/")[1]
     assert "http-equiv" not in dashboard.get("/login")[1]  # a form does not reload under the typing
     assert "http-equiv" not in dashboard.get(f"/jobs/{jobs['done']}")[1]  # finished: held still

@@ -49,12 +49,14 @@ from brooq import admin, config, producer, queries
 from brooq.errors import ADMIN, BrooqError, PermissionDenied, UnknownTopic, mapped
 from brooq.extras import install_hint
 from brooq.lifecycle import stop_signals
-from brooq.messages import _
+from brooq.messages import _, _n
 from brooq.redact import one_line
 from brooq.rows import TopicStats
+from brooq.tools import dashboard_browse as listing
 from brooq.tools import dashboard_html as html
 from brooq.tools import queries as tool_queries
-from brooq.tools.dashboard_html import InFlight, Job, JobLine
+from brooq.tools.dashboard_browse import FilterError, Filters
+from brooq.tools.dashboard_html import InFlight, JobLine, JobView, ListedJob, TreeNode
 
 try:
     from starlette.applications import Starlette
@@ -78,6 +80,7 @@ MAX_FORM = 4096  # bytes of a form (an action's form is a few dozen)
 # The actions' flashes: what the page says after one (catalogue keys dash.flash.<name>).
 FLASH = ("canceled", "not-canceled", "retried", "not-retried", "paused", "not-paused",
          "resumed", "not-resumed", "retried-dead", "not-retried-dead", "login", "logout")
+COUNTED_FLASH = ("bulk-canceled", "bulk-retried")  # with ?n=: how many jobs
 
 
 class Throughput(NamedTuple):
@@ -128,8 +131,12 @@ class MinuteCounts:
         return series
 
 
-def flash_text(name: str) -> str:
-    """What the page says after the action `name` ("" for none, or an unknown one)."""
+def flash_text(name: str, count: str = "") -> str:
+    """What the page says after the action `name` ("" for none, or an unknown one); a
+    bulk action's with how many jobs it changed (``count``, digits)."""
+    if name in COUNTED_FLASH:
+        n = int(count) if count.isascii() and count.isdigit() and len(count) <= 7 else 0
+        return _n("dash.flash." + name, n)
     return _("dash.flash." + name) if name in FLASH else ""
 
 
@@ -396,14 +403,41 @@ class Database:
         except psycopg.errors.InsufficientPrivilege:  # a read-only role granted before brooq.topics
             return [s.topic for s in producer.topic_stats(conn)]
 
-    def jobs(self, topic: str | None, states: Sequence[str]) -> tuple[list[JobLine], list[str]]:
+    def browse(self, filters: Filters, after: str | None, page: int = listing.PAGE
+               ) -> tuple[list[ListedJob], listing.Page, list[str]]:
+        """A page of the jobs ``filters`` shows, after the cursor ``after``
+        (brooq.tools.dashboard_browse): the jobs, the page's cursors, the topics' names."""
         with self.connect() as conn:
             topics = self.topic_names(conn)
-            jobs = conn.cursor(row_factory=class_row(JobLine)).execute(
-                tool_queries.DASHBOARD_JOBS,
-                {"topics": [topic] if topic is not None else topics, "states": list(states),
-                 "limit": LIST_LIMIT}).fetchall()
-        return jobs, topics
+            plan = listing.plan(filters, [filters.topic] if filters.topic is not None else topics,
+                               after, page)
+            rows = conn.cursor(row_factory=class_row(listing.Scanned)).execute(
+                plan.order.query, plan.params).fetchall()
+            found = listing.merge(plan, rows)
+            shown = {j.id: j for j in conn.cursor(row_factory=class_row(ListedJob)).execute(
+                tool_queries.DASHBOARD_BROWSE_SHOW, {"ids": found.ids})}
+        return [shown[i] for i in found.ids if i in shown], found, topics
+
+    def bulk_selection(self, filters: Filters) -> listing.Page:
+        """The jobs a bulk action on ``filters`` touches: the first BULK_MAX of the list,
+        read within the list's budget (next is not None: more may match)."""
+        with self.connect() as conn:
+            topics = self.topic_names(conn)
+            plan = listing.plan(filters, [filters.topic] if filters.topic is not None else topics,
+                               None, listing.BULK_MAX)
+            rows = conn.cursor(row_factory=class_row(listing.Scanned)).execute(
+                plan.order.query, plan.params).fetchall()
+        return listing.merge(plan, rows)
+
+    def bulk(self, action: str, filters: Filters) -> int:
+        """Cancel or re-drive (needs brooq_admin) the jobs of bulk_selection, each by
+        brooq.cancel or brooq.retry: how many changed."""
+        ids = self.bulk_selection(filters).ids
+        with self.connect() as conn, mapped(ADMIN, conn):
+            query = (tool_queries.DASHBOARD_BULK_CANCEL if action == "cancel"
+                     else tool_queries.DASHBOARD_BULK_RETRY)
+            row = conn.execute(query, {"ids": ids}).fetchone()
+        return int(row[0]) if row else 0
 
     def find(self, text: str) -> list[JobLine]:
         """The job whose id is ``text``, and the jobs whose idempotency key it is."""
@@ -416,9 +450,9 @@ class Database:
                 tool_queries.DASHBOARD_FIND,
                 {"id": job_id, "topics": topics, "key": text, "limit": LIST_LIMIT}).fetchall()
 
-    def job(self, job_id: int) -> Job | None:
+    def job(self, job_id: int) -> JobView | None:
         with self.connect() as conn:
-            job = conn.cursor(row_factory=class_row(Job)).execute(
+            job = conn.cursor(row_factory=class_row(JobView)).execute(
                 tool_queries.DASHBOARD_JOB, {"id": job_id, "shown": html.MAX_SHOWN}).fetchone()
             if job is None:
                 return None
@@ -427,11 +461,16 @@ class Database:
                                        {"id": job_id, "limit": html.MAX_PARENTS}).fetchall()
                 children = conn.execute(tool_queries.DASHBOARD_JOB_CHILDREN,
                                         {"id": job_id, "limit": html.MAX_CHILDREN + 1}).fetchall()
+                tree = conn.cursor(row_factory=class_row(TreeNode)).execute(
+                    tool_queries.DASHBOARD_JOB_TREE,
+                    {"id": job_id, "depth": html.TREE_DEPTH, "fan": html.TREE_FAN,
+                     "nodes": html.TREE_NODES}).fetchall() if parents or children else []
             except psycopg.errors.InsufficientPrivilege:  # a read-only role granted before
                 return job  # workflows: neither shown
             return job._replace(parents=tuple((p[0], p[1]) for p in parents),
                                 parents_total=parents[0][2] if parents else 0,
-                                children=tuple((c[0], c[1]) for c in children))
+                                children=tuple((c[0], c[1]) for c in children),
+                                tree=tuple(tree))
 
     def act(self, action: str, target: int | str) -> bool:
         """Run an action (needs brooq_admin): whether it changed anything."""
@@ -466,9 +505,6 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 
-JOB_STATES: dict[str, list[str]] = {"": list(html.LISTED_BY_DEFAULT), **{s: [s] for s in html.LISTED}}
-
-
 def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
     """The dashboard as an ASGI application (uvicorn serves it, see serve), answering
     the ``hosts`` only."""
@@ -486,7 +522,7 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
         return html.View(
             admin=session is not None, csrf=auth.csrf(session) if session else "",
             can_log_in=token is not None, path=request.url.path, here=here,
-            flash=flash_text(request.query_params.get("did", "")),
+            flash=flash_text(request.query_params.get("did", ""), request.query_params.get("n", "")),
             again=without_flash(safe_next(here, "/")), found=found)
 
     def failed(request: Request, exc: Exception, acting: bool = False) -> HTMLResponse:
@@ -516,19 +552,59 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
         return respond(request, html.message(
             view(request), _("dash.topic_not_found", topic=topic[:100]), _("dash.no_such_topic")), 404)
 
+    def bad_filter(request: Request, exc: FilterError) -> HTMLResponse:
+        return respond(request, html.message(view(request), _("dash.bad_filter_title"),
+                                             _(exc.key, **exc.fields)), 400)
+
     async def jobs(request: Request) -> Response:
-        topic = request.query_params.get("topic") or None
-        state = request.query_params.get("state", "")
-        if state not in JOB_STATES:
-            return respond(request, html.message(view(request), _("dash.unknown_state"),
-                                                 _("dash.choose_state")), 400)
+        after = request.query_params.get("after") or None
         try:
-            rows, names = await run_in_threadpool(db.jobs, topic, JOB_STATES[state])
+            filters = Filters.of(dict(request.query_params))
+            rows, found, names = await run_in_threadpool(db.browse, filters, after)
+        except FilterError as exc:
+            return bad_filter(request, exc)
         except (psycopg.Error, BrooqError) as exc:
             return failed(request, exc)
-        if topic is not None and topic not in names and not rows:
-            return no_topic(request, topic)
-        return respond(request, html.jobs(view(request), rows, names, topic, state))
+        if filters.topic is not None and filters.topic not in names and not rows:
+            return no_topic(request, filters.topic)
+        return respond(request, html.jobs(view(request), rows, names, filters, found, after))
+
+    async def bulk_page(request: Request) -> Response:
+        """What a bulk action would touch, and the form that runs it (admin only)."""
+        name = request.query_params.get("action", "")
+        if token is None:
+            return refused(request, _("dash.read_only_no_token"))
+        if auth.session(request) is None:
+            return refused(request, _("dash.log_in_first"))
+        try:
+            filters = Filters.of(dict(request.query_params))
+            if not listing.can(name, filters.state):
+                raise FilterError("dash.bulk_not_for_state")
+            found = await run_in_threadpool(db.bulk_selection, filters)
+        except FilterError as exc:
+            return bad_filter(request, exc)
+        except (psycopg.Error, BrooqError) as exc:
+            return failed(request, exc)
+        return respond(request, html.bulk(view(request), name, filters, found))
+
+    def bulk(name: str) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            fields = await form(request)
+            if (refusal := guard(request, fields)) is not None:
+                return refusal
+            try:
+                filters = Filters.of(fields)
+                if not listing.can(name, filters.state):
+                    raise FilterError("dash.bulk_not_for_state")
+                changed = await run_in_threadpool(db.bulk, name, filters)
+            except FilterError as exc:
+                return bad_filter(request, exc)
+            except (psycopg.Error, BrooqError) as exc:
+                return failed(request, exc, acting=True)
+            done = "bulk-canceled" if name == "cancel" else "bulk-retried"
+            query = urllib.parse.urlencode([*filters.query(), ("did", done), ("n", str(changed))])
+            return RedirectResponse(f"/jobs?{query}", status_code=303)
+        return endpoint
 
     async def job(request: Request) -> Response:
         job_id: int = request.path_params["job_id"]
@@ -568,19 +644,26 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
     def refused(request: Request, why: str) -> HTMLResponse:
         return respond(request, html.message(view(request), _("dash.refused"), why), 403)
 
+    def guard(request: Request, fields: dict[str, str]) -> HTMLResponse | None:
+        """The refusal of an action without the token, or from a form not this
+        dashboard's (None: it may run)."""
+        if token is None:
+            return refused(request, _("dash.read_only_no_token"))
+        if not auth.bearer(request):
+            session = auth.session(request)
+            if session is None:
+                return refused(request, _("dash.log_in_first"))
+            if not same_origin(request) or not hmac.compare_digest(
+                    fields.get("csrf", "").encode(), auth.csrf(session).encode()):
+                return refused(request, _("dash.bad_form"))
+        return None
+
     def action(name: str, target_of: Callable[[Request], int | str],
                back: Callable[[int | str], str]) -> Handler:
         async def endpoint(request: Request) -> Response:
-            if token is None:
-                return refused(request, _("dash.read_only_no_token"))
             fields = await form(request)
-            if not auth.bearer(request):
-                session = auth.session(request)
-                if session is None:
-                    return refused(request, _("dash.log_in_first"))
-                if not same_origin(request) or not hmac.compare_digest(
-                        fields.get("csrf", "").encode(), auth.csrf(session).encode()):
-                    return refused(request, _("dash.bad_form"))
+            if (refusal := guard(request, fields)) is not None:
+                return refusal
             target = target_of(request)
             try:
                 changed = await run_in_threadpool(db.act, name, target)
@@ -640,6 +723,9 @@ def create_app(dsn: str, token: str | None, hosts: Hosts) -> Starlette:
         Route("/", topics),
         Route("/in-flight", in_flight),
         Route("/jobs", jobs),
+        Route("/jobs/bulk", bulk_page),
+        Route("/jobs/bulk/cancel", bulk("cancel"), methods=["POST"]),
+        Route("/jobs/bulk/retry", bulk("retry"), methods=["POST"]),
         Route("/jobs/{job_id:int}", job),
         Route("/jobs/{job_id:int}/cancel", action("cancel", job_target, lambda i: f"/jobs/{i}"),
               methods=["POST"]),

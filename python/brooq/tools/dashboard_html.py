@@ -17,16 +17,17 @@ from typing import Any, NamedTuple
 
 from brooq.messages import _, _n, language_tag, template
 from brooq.rows import TopicStats
-from brooq.states import CANCELABLE, CLAIMABLE, REDRIVABLE, TERMINAL, JobState
+from brooq.states import CANCELABLE, CLAIMABLE, REDRIVABLE, TERMINAL
+from brooq.tools import dashboard_browse as browse
 from brooq.tools.text import format_duration
 
 MAX_SHOWN = 65536  # characters of a payload, result or error on a page
 MAX_CHILDREN = 50  # children linked on a job's page; more are summed up as "..."
 MAX_PARENTS = 50  # parents linked on a job's page; more are counted
 
-# The states the list of jobs filters on; without a filter it shows the dead and failed.
-LISTED: tuple[JobState, ...] = ("dead", "failed", "canceled")
-LISTED_BY_DEFAULT: tuple[JobState, ...] = ("dead", "failed")
+TREE_DEPTH = 3  # levels of a job's workflow tree shown above it and below it
+TREE_FAN = 10  # parents or children of each node of the tree, the lowest ids
+TREE_NODES = 100  # nodes of the tree shown above the job, and below it
 
 
 class InFlight(NamedTuple):
@@ -45,7 +46,7 @@ class InFlight(NamedTuple):
 
 
 class JobLine(NamedTuple):
-    """One row of tool_queries.DASHBOARD_JOBS: a job of the dead and failed list."""
+    """One row of tool_queries.DASHBOARD_FIND: a job the search box found."""
 
     id: int
     topic: str
@@ -56,7 +57,36 @@ class JobLine(NamedTuple):
     last_error: str | None
 
 
-class Job(NamedTuple):
+class ListedJob(NamedTuple):
+    """One row of tool_queries.DASHBOARD_BROWSE_SHOW: a job of the jobs page (its
+    payload's first 200 characters as stored)."""
+
+    id: int
+    topic: str
+    state: str
+    attempts: int
+    max_attempts: int
+    updated_at: datetime
+    last_error: str | None
+    priority: int
+    key: str | None
+    available_at: datetime
+    created_at: datetime
+    payload: str
+
+
+class TreeNode(NamedTuple):
+    """One row of tool_queries.DASHBOARD_JOB_TREE: a job of a workflow's tree, above
+    (way "up": a parent of ``via``) or below (way "down": a child of ``via``)."""
+
+    way: str
+    id: int
+    state: str
+    via: int
+    depth: int
+
+
+class JobView(NamedTuple):
     """One row of tool_queries.DASHBOARD_JOB: a job's page. Payload, result and progress are
     the stored JSON text, cut at MAX_SHOWN characters, each with its whole
     length (None: no value)."""
@@ -83,6 +113,7 @@ class Job(NamedTuple):
     parents: tuple[tuple[int, str], ...] = ()  # (id, state) of the first MAX_PARENTS parents (workflows)
     parents_total: int = 0  # how many parents it has
     children: tuple[tuple[int, str], ...] = ()  # (id, state) of the first children, MAX_CHILDREN + 1
+    tree: tuple[TreeNode, ...] = ()  # its workflow's tree, bounded (TREE_*)
 
 
 @dataclass(frozen=True)
@@ -195,7 +226,14 @@ dl { display:grid; grid-template-columns:160px 1fr; gap:6px 16px; background:var
 dt { color:var(--muted); } dd { margin:0; }
 pre { margin:0; padding:10px; background:#f1f3f6; border:1px solid var(--line); overflow:auto; max-height:420px;
       font-size:12px; white-space:pre-wrap; word-break:break-word; }
-.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
+.filters { display:flex; flex-wrap:wrap; gap:10px; align-items:center; margin-bottom:12px; }
+.filters input { font:inherit; font-size:13px; padding:2px 6px; }
+a.button { font-size:12px; padding:3px 10px; border:1px solid #d99; border-radius:4px; background:#fff;
+           color:#9b1c1c; text-decoration:none; }
+.pager a { margin-right:16px; }
+#tree ul { margin:2px 0 2px 8px; padding-left:16px; border-left:1px solid var(--line); list-style:none; }
+#tree h3 { font-size:13px; margin:8px 0 2px; color:var(--muted); }
+.tree-self { font-weight:600; margin:6px 0; }
 .actions { display:flex; gap:8px; margin:14px 0; }
 svg.chart rect.done { fill:var(--done); } svg.chart rect.dead { fill:var(--dead); }
 svg.chart line { stroke:var(--line); }
@@ -327,26 +365,97 @@ def in_flight(view: View, rows: Sequence[InFlight]) -> str:
                              f'<p class="muted">{t("dash.in_flight_note")}</p>', refresh=True)
 
 
-def jobs(view: View, rows: Sequence[JobLine], topic_names: Iterable[str], topic: str | None,
-         state: str) -> str:
+STATE_LABELS = {"": "dash.dead_and_failed", "scheduled": "dash.state.scheduled",
+                "pending": "dash.state.pending_ready"}
+
+
+def jobs(view: View, rows: Sequence[ListedJob], topic_names: Iterable[str], filters: browse.Filters,
+         found: browse.Page, after: str | None) -> str:
+    """The jobs page: the filters, a page of the jobs they show, the next page's link,
+    the bulk actions (admin) and a note of how the list was read."""
     title = _("dash.tab.jobs")
+    topic, state = filters.topic, filters.state
     options = [f'<option value="">{t("dash.every_topic")}</option>'] + [
         f'<option value="{esc(n)}"{" selected" if n == topic else ""}>{esc(n)}</option>'
         for n in topic_names]
-    states = [f'<option value="{v}"{" selected" if v == state else ""}>{esc(label)}</option>'
-              for v, label in (("", _("dash.dead_and_failed")), *((s, s) for s in LISTED))]
-    filters = (f'<form class="filters" method="get" action="/jobs">'
-               f'<label>{t("dash.filter.topic")} <select name="topic" id="topic">{"".join(options)}</select></label>'
-               f'<label>{t("dash.filter.state")} <select name="state" id="state">{"".join(states)}</select></label>'
-               f'<button type="submit" id="filter">{t("dash.show")}</button></form>')
+    states = [f'<option value="{v}"{" selected" if v == state else ""}>'
+              f'{t(STATE_LABELS[v]) if v in STATE_LABELS else esc(v)}</option>' for v in browse.STATES]
+    limit = browse.MAX_FILTER
+    filters_form = (
+        f'<form class="filters" method="get" action="/jobs">'
+        f'<label>{t("dash.filter.topic")} <select name="topic" id="topic">{"".join(options)}</select></label>'
+        f'<label>{t("dash.filter.state")} <select name="state" id="state">{"".join(states)}</select></label>'
+        f'<label>{t("dash.filter.key")} <input name="key" id="key" maxlength="{limit}" size="16" '
+        f'value="{esc(filters.key or "")}"></label>'
+        f'<label>{t("dash.filter.payload")} <input name="payload" id="payload" maxlength="{limit}" size="22" '
+        f'placeholder="customer = 42" value="{esc(filters.payload or "")}"></label>'
+        f'<button type="submit" id="filter">{t("dash.show")}</button></form>')
+    query = filters.query()
+    bulk = [f'<a class="button" id="bulk-{name}" href="/jobs/bulk?{esc(urllib.parse.urlencode([*query, ("action", name)]))}">'
+            f'{t(label)}</a>'
+            for name, label in (("cancel", "dash.bulk.cancel_these"), ("retry", "dash.bulk.retry_these"))
+            if view.admin and rows and browse.can(name, state)]
+    if topic is not None and any(j.state == "dead" for j in rows) and filters.key is None:
+        bulk.append(action(view, f"/topics/{q(topic)}/retry-dead",
+                           _("dash.redrive_all_dead", topic=topic), "go", "retry-dead"))
+    actions = f'<p class="actions">{"".join(bulk)}</p>' if bulk else ""
+    pager = []
+    if after is not None:
+        pager.append(f'<a id="first" href="/jobs?{esc(urllib.parse.urlencode(query))}">{t("dash.first_page")}</a>')
+    if found.next is not None:
+        pager.append(f'<a id="next" href="/jobs?{esc(urllib.parse.urlencode([*query, ("after", found.next)]))}">'
+                     f'{t("dash.next_page")}</a>')
+    notes = [t("dash.jobs_note_" + ("claim" if state in ("pending", "scheduled")
+                                    else "done" if state == "done" else "newest"), page=browse.PAGE)]
+    if found.partial:
+        notes.append(f'<span id="partial">{t("dash.partial_page", scanned=browse.MAX_SCANNED)}</span>')
+    foot = (f'<p class="pager">{" ".join(pager)}</p>' if pager else "") + \
+        f'<p class="muted">{" ".join(notes)}</p>'
     if not rows:
-        return page(view, title, filters + f'<p class="muted">{t("dash.no_job_matches")}</p>', refresh=True)
-    if topic is not None and any(j.state == "dead" for j in rows):
-        filters += ('<p class="actions">' + action(view, f"/topics/{q(topic)}/retry-dead",
-                                                   _("dash.redrive_all_dead", topic=topic), "go", "retry-dead")
-                    + "</p>")
-    return page(view, title, filters + job_table(view, rows)
-                + f'<p class="muted">{t("dash.jobs_note")}</p>', refresh=True)
+        return page(view, title, filters_form + f'<p class="muted" id="no-match">{t("dash.no_job_matches")}</p>'
+                    + foot)
+    # no reload: a page to type filters into and to walk, page after page
+    return page(view, title, filters_form + actions + listed_table(view, rows) + foot)
+
+
+def listed_table(view: View, rows: Sequence[ListedJob]) -> str:
+    body = []
+    for j in rows:
+        act = (action(view, f"/jobs/{j.id}/retry", _("dash.redrive"), "go") if j.state in REDRIVABLE
+               else action(view, f"/jobs/{j.id}/cancel", _("dash.cancel"), "danger")
+               if j.state in CANCELABLE else "")
+        body.append(f'<tr id="job-{j.id}"><td><a href="/jobs/{j.id}">{j.id}</a></td><td>{esc(j.topic)}</td>'
+                    f'<td>{badge(j.state)}</td><td class="n">{j.attempts}/{j.max_attempts}</td>'
+                    f'<td class="n">{j.priority}</td><td>{esc(j.key or "-")}</td>'
+                    f'<td class="err">{esc(j.payload)}</td>'
+                    f"<td>{when(j.available_at if j.state in CLAIMABLE else j.updated_at)}</td>"
+                    f'<td class="err">{esc((j.last_error or "-")[:400])}</td><td>{act}</td></tr>')
+    head = headings("dash.col.job", "dash.col.topic", "dash.col.state", "dash.col.attempts",
+                    "dash.col.priority", "dash.col.key", "dash.col.payload", "dash.col.since",
+                    "dash.col.last_error", "")
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def bulk(view: View, name: str, filters: browse.Filters, found: browse.Page) -> str:
+    """The confirmation of a bulk cancel or re-drive: how many jobs, the first of them,
+    the form that runs it (admin only: the endpoint asks for a session)."""
+    count = len(found.ids)
+    how_many = (_n("dash.bulk.at_least", count, cap=browse.BULK_MAX) if found.next is not None
+                else _n("dash.bulk.exactly", count))
+    shown = " ".join(f'<a href="/jobs/{i}">{i}</a>' for i in found.ids[:20]) + (" ..." if count > 20 else "")
+    summary = "".join(f"<dt>{t('dash.filter.' + k)}</dt><dd>{esc(v)}</dd>" for k, v in filters.query())
+    hidden = "".join(f'<input type="hidden" name="{k}" value="{esc(v)}">' for k, v in filters.query())
+    back = f'/jobs?{urllib.parse.urlencode(filters.query())}'
+    form = (f'<form method="post" action="/jobs/bulk/{esc(name)}">'
+            f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">{hidden}'
+            f'<button type="submit" class="danger" id="confirm">'
+            f'{t("dash.bulk.confirm_" + name, count=count)}</button> '
+            f'<a id="cancel-bulk" href="{esc(back)}">{t("dash.bulk.back")}</a></form>' if view.admin and count else
+            f'<p><a href="{esc(back)}">{t("dash.bulk.back")}</a></p>')
+    body = (f'<dl id="bulk-filters">{summary}</dl>'
+            f'<p id="bulk-count">{esc(how_many)}</p><p class="muted">{shown}</p>'
+            f'<p class="muted">{t("dash.bulk.note", cap=browse.BULK_MAX, scanned=browse.MAX_SCANNED)}</p>{form}')
+    return page(view, _("dash.bulk.title_" + name), body)
 
 
 def found(view: View, rows: Sequence[JobLine], text: str) -> str:
@@ -368,7 +477,7 @@ def job_table(view: View, rows: Sequence[JobLine]) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
-def job(view: View, j: Job) -> str:
+def job(view: View, j: JobView) -> str:
     rows = [("dash.fact.topic", f'<a href="/jobs?topic={q(j.topic)}">{esc(j.topic)}</a>'),
             ("dash.fact.state", badge(j.state)),
             ("dash.fact.attempts", t("dash.attempts_of", attempts=j.attempts,
@@ -398,6 +507,9 @@ def job(view: View, j: Job) -> str:
         acts.append(action(view, f"/jobs/{j.id}/cancel", _("dash.cancel"), "danger", "cancel"))
     actions = f'<div class="actions">{"".join(acts)}</div>' if any(acts) else ""
     parts = [f'<dl id="facts">{facts}</dl>', actions]
+    if j.tree:
+        parts.append(f'<h2>{t("dash.workflow")}</h2><div id="tree">{tree(j)}</div>'
+                     f'<p class="muted">{t("dash.tree_note", depth=TREE_DEPTH, fan=TREE_FAN, nodes=TREE_NODES)}</p>')
     if j.last_error:
         parts.append(f'<h2>{t("dash.last_error")}</h2><pre id="last-error">{esc(j.last_error[:MAX_SHOWN])}</pre>')
     parts.append(f'<h2>{t("dash.payload")}</h2>{pretty(j.payload, j.payload_length)}')
@@ -407,6 +519,27 @@ def job(view: View, j: Job) -> str:
         parts.append(f'<h2>{t("dash.progress")}</h2>{pretty(j.progress, j.progress_length)}')
     # a finished job changes no more (unless re-driven): its page holds still to be read
     return page(view, _("dash.job_title", id=j.id), "".join(parts), refresh=j.state not in TERMINAL)
+
+
+def tree(j: JobView) -> str:
+    """A job's workflow: its ancestors above it, its descendants below it, as nested
+    lists (a job reached by two ways is shown under each), ids and states only."""
+    under: dict[tuple[str, int, int], list[TreeNode]] = {}
+    for n in j.tree:
+        under.setdefault((n.way, n.via, n.depth), []).append(n)
+
+    def branch(way: str, via: int, depth: int) -> str:
+        nodes = under.get((way, via, depth), [])
+        if not nodes:
+            return ""
+        return "<ul>" + "".join(
+            f'<li class="{esc(way)}"><a href="/jobs/{n.id}">{n.id}</a> {badge(n.state)}'
+            f"{branch(way, n.id, depth + 1)}</li>" for n in nodes) + "</ul>"
+
+    parents, children = branch("up", j.id, 1), branch("down", j.id, 1)
+    return ((f'<div id="tree-up"><h3>{t("dash.tree_up")}</h3>{parents}</div>' if parents else "")
+            + f'<p class="tree-self">{j.id} {badge(j.state)}</p>'
+            + (f'<div id="tree-down"><h3>{t("dash.tree_down")}</h3>{children}</div>' if children else ""))
 
 
 def login(view: View, error: str, next_path: str | None) -> str:

@@ -51,27 +51,6 @@ select id, topic, attempts, max_attempts, locked_by, claimed_at, running_for,
 # brooq.topic_stats, which counts every ready job (~200 ms with a million of them).
 DASHBOARD_TOPIC_NAMES: LiteralString = "select name from brooq.topics order by name"
 
-# The dead and failed list: newest first, of the topics and states given, without the
-# payload and result the list does not show. The newest of each topic and state first
-# (a backward range of job_failures_idx; no other state is listed), then the newest of
-# those: a long history of done jobs, or many dead ones when the canceled are listed,
-# costs nothing.
-DASHBOARD_JOBS: LiteralString = """
-select j.id, j.topic, j.state, j.attempts, j.max_attempts, j.updated_at, j.last_error
-  from unnest(%(topics)s::text[]) as t(topic)
- cross join unnest(%(states)s::text[]) as s(state)
- cross join lateral (
-       select id, topic, state, attempts, max_attempts, updated_at, left(last_error, 400) as last_error
-         from brooq.jobs
-        where topic = t.topic
-          and state = s.state
-          and state in ('failed', 'dead', 'canceled')  -- the index's predicate, so it is used
-        order by id desc
-        limit %(limit)s::integer) as j
- order by j.id desc
- limit %(limit)s::integer
-"""
-
 # The search box: the job of an id, and the jobs of an idempotency key in any of the
 # topics given (the index on (topic, idempotency_key) answers it), newest first.
 DASHBOARD_FIND: LiteralString = """
@@ -112,6 +91,192 @@ DASHBOARD_JOB_CHILDREN: LiteralString = """
 select c.id, c.state::text as state
   from brooq.children(%(id)s::bigint, %(limit)s::integer) as c
  order by c.id
+"""
+
+# The jobs page (/jobs): jobs of every state, filtered, a page at a time by keyset,
+# never by OFFSET (docs/dashboard.md, "Browsing jobs"). Each statement reads, per group
+# (a topic, or a topic and a state), at most %(scan)s entries of one index range in
+# the list's order, starting strictly after the cursor; of those it keeps the hits
+# (the rows the filters match: a state the index does not tell apart, the payload's
+# containment, which no index answers) and the row numbered %(scan)s, the last it
+# read, at most %(keep)s rows a group: the dashboard merges the groups, keeps what is
+# known complete and makes the next cursor. The ids alone come back (and the key of
+# the order); DASHBOARD_BROWSE_SHOW then reads what the page shows of them.
+#
+# Failed, dead and canceled: job_failures_idx (topic, state, id), newest first.
+DASHBOARD_BROWSE_FAILURES: LiteralString = """
+select t.topic || '/' || s.state as grp, y.id, y.hit, y.n,
+       null::integer as priority, null::timestamptz as available_at, null::timestamptz as updated_at
+  from unnest(%(topics)s::text[]) as t(topic)
+ cross join unnest(%(states)s::text[]) as s(state)
+ cross join lateral (
+       select x.id, x.hit, x.n
+         from (select j.id,
+                      (%(contains)s::jsonb is null or j.payload @> %(contains)s::jsonb) as hit,
+                      row_number() over (order by j.id desc) as n
+                 from brooq.jobs j
+                where j.topic = t.topic
+                  and j.state = s.state
+                  and j.state in ('failed', 'dead', 'canceled')  -- the index's predicate
+                  and j.id < %(id)s::bigint
+                order by j.id desc
+                limit %(scan)s::integer) as x
+        where x.hit or x.n = %(scan)s::integer
+        limit %(keep)s::integer) as y
+"""
+
+# Done: job_terminal_idx (topic, updated_at), the last finished first; dead and
+# canceled rows of the index are read and passed over.
+DASHBOARD_BROWSE_DONE: LiteralString = """
+select t.topic as grp, y.id, y.hit, y.n,
+       null::integer as priority, null::timestamptz as available_at, y.updated_at
+  from unnest(%(topics)s::text[]) as t(topic)
+ cross join lateral (
+       select x.id, x.updated_at, x.hit, x.n
+         from (select j.id, j.updated_at,
+                      (j.state = 'done'
+                       and (%(contains)s::jsonb is null or j.payload @> %(contains)s::jsonb)) as hit,
+                      row_number() over (order by j.updated_at desc, j.id desc) as n
+                 from brooq.jobs j
+                where j.topic = t.topic
+                  and j.state in ('done', 'dead', 'canceled')  -- the index's predicate
+                  and (j.updated_at, j.id) < (%(at)s::timestamptz, %(id)s::bigint)
+                order by j.updated_at desc, j.id desc
+                limit %(scan)s::integer) as x
+        where x.hit or x.n = %(scan)s::integer
+        limit %(keep)s::integer) as y
+"""
+
+# Pending (ready now) and scheduled (pending, its time to come): job_ready_idx
+# (topic, priority desc, available_at, id), in the order a claim takes them. The
+# cursor (priority, available_at, id) splits a topic's range in two: the rest of its
+# priority, then the lower priorities, each an index range.
+DASHBOARD_BROWSE_READY: LiteralString = """
+select t.topic as grp, y.id, y.hit, y.n, y.priority, y.available_at, null::timestamptz as updated_at
+  from unnest(%(topics)s::text[]) as t(topic)
+ cross join (select brooq._now() as now) as c
+ cross join lateral (
+       select x.id, x.priority, x.available_at, x.hit, x.n
+         from (select r.id, r.priority, r.available_at,
+                      (r.state = 'pending' and (r.available_at <= c.now) = %(ready)s::boolean
+                       and (%(contains)s::jsonb is null or r.payload @> %(contains)s::jsonb)) as hit,
+                      row_number() over (order by r.priority desc, r.available_at, r.id) as n
+                 from ((select j.id, j.priority, j.available_at, j.state, j.payload
+                          from brooq.jobs j
+                         where j.topic = t.topic
+                           and j.state in ('pending', 'failed')  -- the index's predicate
+                           and j.priority = %(priority)s::integer
+                           and (j.available_at, j.id) > (%(at)s::timestamptz, %(id)s::bigint)
+                         order by j.available_at, j.id
+                         limit %(scan)s::integer)
+                       union all
+                       (select j.id, j.priority, j.available_at, j.state, j.payload
+                          from brooq.jobs j
+                         where j.topic = t.topic
+                           and j.state in ('pending', 'failed')
+                           and j.priority < %(priority)s::integer
+                         order by j.priority desc, j.available_at, j.id
+                         limit %(scan)s::integer)) as r
+                order by r.priority desc, r.available_at, r.id
+                limit %(scan)s::integer) as x
+        where x.hit or x.n = %(scan)s::integer
+        limit %(keep)s::integer) as y
+"""
+
+# Processing: job_lease_idx (every job in flight, as many as the workers hold), newest
+# first, one group.
+DASHBOARD_BROWSE_PROCESSING: LiteralString = """
+select 'processing' as grp, x.id, x.hit, x.n,
+       null::integer as priority, null::timestamptz as available_at, null::timestamptz as updated_at
+  from (select j.id,
+               (%(contains)s::jsonb is null or j.payload @> %(contains)s::jsonb) as hit,
+               row_number() over (order by j.id desc) as n
+          from brooq.jobs j
+         where j.locked_until is not null  -- the index's predicate
+           and j.topic = any(%(topics)s::text[])
+           and j.id < %(id)s::bigint
+         order by j.id desc
+         limit %(scan)s::integer) as x
+ where x.hit or x.n = %(scan)s::integer
+ limit %(keep)s::integer
+"""
+
+# Waiting (workflows): no index holds them, so the newest jobs of every topic by the
+# primary key, newest first, one group: at most %(scan)s of them a page.
+DASHBOARD_BROWSE_WAITING: LiteralString = """
+select 'waiting' as grp, x.id, x.hit, x.n,
+       null::integer as priority, null::timestamptz as available_at, null::timestamptz as updated_at
+  from (select j.id,
+               (j.state = 'waiting' and j.topic = any(%(topics)s::text[])
+                and (%(contains)s::jsonb is null or j.payload @> %(contains)s::jsonb)) as hit,
+               row_number() over (order by j.id desc) as n
+          from brooq.jobs j
+         where j.id < %(id)s::bigint
+         order by j.id desc
+         limit %(scan)s::integer) as x
+ where x.hit or x.n = %(scan)s::integer
+ limit %(keep)s::integer
+"""
+
+# An idempotency key: one job per topic at most (job_idempotency_key_idx), in the
+# states asked for (%(ready)s: NULL any time, true ready now, false scheduled).
+DASHBOARD_BROWSE_KEY: LiteralString = """
+select 'key' as grp, j.id, true as hit, row_number() over (order by j.id desc) as n,
+       null::integer as priority, null::timestamptz as available_at, null::timestamptz as updated_at
+  from brooq.jobs j
+ where j.topic = any(%(topics)s::text[])
+   and j.idempotency_key = %(key)s::text
+   and j.state = any(%(states)s::text[])
+   and (%(ready)s::boolean is null or (j.available_at <= (select brooq._now())) = %(ready)s::boolean)
+   and (%(contains)s::jsonb is null or j.payload @> %(contains)s::jsonb)
+ order by j.id desc
+ limit %(keep)s::integer
+"""
+
+# What the jobs page shows of the jobs it found, by primary key.
+DASHBOARD_BROWSE_SHOW: LiteralString = """
+select id, topic, state, attempts, max_attempts, updated_at, left(last_error, 400) as last_error,
+       priority, idempotency_key as key, available_at, created_at, left(payload::text, 200) as payload
+  from brooq.jobs
+ where id = any(%(ids)s::bigint[])
+"""
+
+# Bulk cancel and re-drive (/jobs/bulk): the jobs the filters found (at most the cap,
+# docs/dashboard.md), each through brooq.cancel or brooq.retry; how many changed.
+DASHBOARD_BULK_CANCEL: LiteralString = """
+select count(*) filter (where brooq.cancel(i.id)) from unnest(%(ids)s::bigint[]) as i(id)
+"""
+
+DASHBOARD_BULK_RETRY: LiteralString = """
+select count(*) filter (where brooq.retry(i.id)) from unnest(%(ids)s::bigint[]) as i(id)
+"""
+
+# A job's workflow tree: its ancestors and its descendants, %(depth)s levels each way,
+# at most %(fan)s parents or children of each node (the lowest ids), %(nodes)s nodes
+# each way, ids and states only (via: the node it was reached from).
+DASHBOARD_JOB_TREE: LiteralString = """
+with recursive up(id, state, via, depth) as (
+       select p.id, p.state, %(id)s::bigint, 1
+         from (select p.id, p.state::text as state from brooq.parents(%(id)s::bigint) as p
+                order by p.id limit %(fan)s::integer) as p
+       union all
+       select p.id, p.state, u.id, u.depth + 1
+         from up as u
+        cross join lateral (select p.id, p.state::text as state from brooq.parents(u.id) as p
+                             order by p.id limit %(fan)s::integer) as p
+        where u.depth < %(depth)s::integer
+), down(id, state, via, depth) as (
+       select c.id, c.state::text, %(id)s::bigint, 1
+         from brooq.children(%(id)s::bigint, %(fan)s::integer) as c
+       union all
+       select c.id, c.state::text, d.id, d.depth + 1
+         from down as d
+        cross join lateral brooq.children(d.id, %(fan)s::integer) as c
+        where d.depth < %(depth)s::integer
+)
+(select 'up' as way, id, state, via, depth from up limit %(nodes)s::integer)
+union all
+(select 'down' as way, id, state, via, depth from down limit %(nodes)s::integer)
 """
 
 # The database's clock: the minutes of the throughput chart are its minutes.
