@@ -131,10 +131,11 @@ def test_a_worker_without_opentelemetry_imports_none_of_it(db: str) -> None:
 # --- the package's shape: who imports whom ---------------------------------------------
 
 PACKAGE = ROOT / "python" / "brooq"
-# The worker's rooms run inside it: none imports the worker, nor the client API above it.
-ROOMS = ("attempt", "counters", "leases", "listener", "metrics", "nometrics", "runner",
-         "settler", "watchdog")
-ABOVE_ROOMS = ("brooq.worker", "brooq.partitions", "brooq.producer", "brooq.aio", "brooq.waiting")
+# The worker's parts below its loop: none imports the worker, nor the client API above it
+# (but the session, which declares the worker's topics with the client's declare_topic).
+BELOW_LOOP = ("attempt", "counters", "executors", "leases", "listener", "metrics", "nometrics",
+              "runner", "scheduling", "settler", "ticker", "watchdog")
+ABOVE_LOOP = ("brooq.worker", "brooq.partitions", "brooq.producer", "brooq.aio", "brooq.waiting")
 
 
 def brooq_imports() -> dict[str, set[str]]:
@@ -187,7 +188,7 @@ def test_the_circle_finder_finds_a_circle() -> None:
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_the_core_imports_no_tool_and_no_room_imports_back_up() -> None:
+def test_the_core_imports_no_tool_and_no_part_below_the_loop_imports_back_up() -> None:
     graph = brooq_imports()
     assert "brooq.tools.cli" in graph["brooq.tools.__main__"]  # the scan sees imports
     # brooq.contrib (the framework integrations, with their management commands) is a tool
@@ -197,8 +198,8 @@ def test_the_core_imports_no_tool_and_no_room_imports_back_up() -> None:
     core_to_tools = sorted(f"{m} -> {d}" for m in core for d in graph[m] if d.startswith(tools))
     assert core_to_tools == []
     assert "brooq.tools.cli" in graph["brooq.contrib.django.management.commands.brooq_worker"]
-    rooms_up = sorted(f"{m} -> {d}" for m in ROOMS for d in graph[f"brooq.{m}"] if d in ABOVE_ROOMS)
-    assert rooms_up == []
+    parts_up = sorted(f"{m} -> {d}" for m in BELOW_LOOP for d in graph[f"brooq.{m}"] if d in ABOVE_LOOP)
+    assert parts_up == []
 
 
 def test_the_glossary_is_the_schemas(db: str) -> None:

@@ -1,5 +1,5 @@
-"""The worker's rooms, each driven by hand on a real connection, without a worker thread:
-the settler (outbox, settle_many, chained jobs, one-by-one fallback, counting), the
+"""The worker's parts below its loop, each driven by hand on a real connection, without a
+worker thread: the settler (outbox, settle_many, chained jobs, one-by-one fallback, counting), the
 leases (heartbeat, losing a lease) and the listener (NOTIFY wake-ups)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from helpers import fate
 from psycopg.rows import scalar_row
 
 Conn = psycopg.Connection[Any]
-WORKER = "rooms"
+WORKER = "parts"
 
 
 def handler(topic: str) -> TopicHandler:
@@ -155,7 +155,7 @@ def test_the_settle_thread_writes_on_its_own_connection_and_the_loop_counts(db: 
         return c
 
     thread = SettleThread(settler, connect, lambda: woken.append(1), lambda c: contextlib.nullcontext())
-    thread.start("rooms")
+    thread.start("parts")
     try:
         for att in attempts[:2]:
             settler.add(att, Outcome("done"))
@@ -302,21 +302,21 @@ def test_payloads_load_as_json_loads_would(conn: Conn, value: Any) -> None:
 # --- the runner ----------------------------------------------------------------------
 
 
-def test_no_room_imports_the_worker() -> None:
-    """The rooms sit below the loop: none imports worker.py (or partitions.py, above it),
+def test_no_part_below_the_loop_imports_the_worker() -> None:
+    """The parts sit below the loop: none imports worker.py (or partitions.py, above it),
     so each is driven by hand, as in this file."""
     import ast
     from pathlib import Path
 
     package = Path(brooq.__file__).parent
-    for room in ("runner", "session", "settler", "leases", "listener", "watchdog", "executors", "attempt"):
+    for part in ("runner", "session", "settler", "leases", "listener", "watchdog", "executors", "attempt"):
         imported: set[str] = set()
-        for node in ast.walk(ast.parse((package / f"{room}.py").read_text())):
+        for node in ast.walk(ast.parse((package / f"{part}.py").read_text())):
             if isinstance(node, ast.Import):
                 imported |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module:
                 imported |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-        assert not imported & {"brooq.worker", "brooq.partitions"}, room
+        assert not imported & {"brooq.worker", "brooq.partitions"}, part
 
 
 def _runner(topic: str, fn: Any, timeout: timedelta | None = None) -> tuple[Any, Leases, Settler, Counters]:
