@@ -201,7 +201,7 @@ def test_a_worker_claims_through_a_schedule_of_its_capacity() -> None:
 
 
 def test_the_schedule_imports_nothing_of_brooq() -> None:
-    """A room below the loop, with no database and no thread: it stays testable as here."""
+    """A module below the loop, with no database and no thread: it stays testable as here."""
     tree = ast.parse((Path(brooq.__file__).parent / "scheduling.py").read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}

@@ -146,7 +146,7 @@ def test_stats_shows_the_jobs_each_flow_limit_holds_back(db: str) -> None:
         conn.execute("select brooq.claim('w', array['mail'], 10)")
     done = brooq("stats", dsn=db)
     assert done.returncode == 0, done.stderr
-    # 2 ready, 0 room: both held by max_in_flight; the second of group a by its group too
+    # 2 ready, no slot left under max_in_flight: both held by it; the second of group a by its group too
     assert done.stdout.splitlines()[2].split()[-4:] == ["2", "in_flight,", "1", "group"]
 
 
