@@ -32,7 +32,7 @@ DOMAIN = "brooq"
 LOCALEDIR = Path(__file__).with_name("locale")
 
 ENGLISH: dict[str, str] = {
-    # the worker's log messages (worker.py and its rooms)
+    # the worker's log messages (worker.py and the modules below its loop)
     "worker.started": "worker {worker}: topics {topics}, concurrency {concurrency}, lease {lease}, "
                       "database {database}",
     "worker.metrics": "worker {worker}: metrics on {url}/metrics",
