@@ -40,6 +40,7 @@ from brooq.admin import (
     unschedule,
 )
 from brooq.config import WorkerConfig, parse_duration
+from brooq.durable import Emitted, Step, emit_event, emit_event_async, steps, steps_async
 from brooq.errors import (
     BrooqError,
     ConfigError,
@@ -53,7 +54,7 @@ from brooq.errors import (
     UndecodableJob,
     UnknownTopic,
 )
-from brooq.job import Canceled, Job
+from brooq.job import Canceled, EventTimeout, Job, StepLeaseLost, StepsUnavailable, Suspended
 from brooq.payload import Undecodable
 from brooq.producer import (
     Enqueued,
@@ -87,7 +88,9 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "Dead",
+    "Emitted",
     "Enqueued",
+    "EventTimeout",
     "HandlerSignal",
     "HealthCheck",
     "InvalidArgument",
@@ -106,6 +109,10 @@ __all__ = [
     "Schedule",
     "ScheduleStatus",
     "SchemaMismatch",
+    "Step",
+    "StepLeaseLost",
+    "StepsUnavailable",
+    "Suspended",
     "Task",
     "Topic",
     "TopicInUse",
@@ -126,6 +133,8 @@ __all__ = [
     "count_jobs",
     "declare_topic",
     "drop_topic",
+    "emit_event",
+    "emit_event_async",
     "enqueue",
     "enqueue_many",
     "flush",
@@ -143,6 +152,8 @@ __all__ = [
     "retry_dead",
     "schedule",
     "schema_version",
+    "steps",
+    "steps_async",
     "task",
     "topic_stats",
     "unschedule",

@@ -392,23 +392,26 @@ def cancel(job_id: int) -> Statement[bool]:
     return Statement(queries.CANCEL, [job_id], ADMIN, FLAG)
 
 
-def retry(job_id: int, *, rearm_children: bool = False) -> Statement[bool]:
+def retry(job_id: int, *, rearm_children: bool = False, clear_steps: bool = False) -> Statement[bool]:
     """Re-drive a dead or canceled job back to pending, with a fresh budget of attempts;
     False when it is in another state or unknown (needs brooq_admin). Workflows:
     ``rearm_children`` makes the children its end canceled wait for it again (and their
-    descendants canceled with them); by default they stay canceled."""
-    return Statement(queries.RETRY, [job_id, rearm_children], ADMIN, FLAG)
+    descendants canceled with them); by default they stay canceled. Durable steps: the
+    steps it finished are kept (they return at once when it runs again);
+    ``clear_steps`` deletes them, so that every step runs again."""
+    return Statement(queries.RETRY, [job_id, rearm_children, clear_steps], ADMIN, FLAG)
 
 
 def retry_dead(topic: str, *, include_canceled: bool = False, max_jobs: int = 1000,
-               since: datetime | None = None, rearm_children: bool = False) -> Statement[int]:
+               since: datetime | None = None, rearm_children: bool = False,
+               clear_steps: bool = False) -> Statement[int]:
     """Re-drive the topic's dead jobs (and its canceled ones with ``include_canceled``),
     oldest first, those that became terminal at or after ``since`` when given, at most
     ``max_jobs`` (1 to 100000); returns how many. Jobs another transaction holds are
-    skipped: call it again until it returns 0 (needs brooq_admin). ``rearm_children``:
-    as in retry, for each job re-driven."""
-    return Statement(queries.RETRY_DEAD, [topic, include_canceled, max_jobs, since, rearm_children],
-                     ADMIN, COUNT)
+    skipped: call it again until it returns 0 (needs brooq_admin). ``rearm_children``
+    and ``clear_steps``: as in retry, for each job re-driven."""
+    return Statement(queries.RETRY_DEAD, [topic, include_canceled, max_jobs, since, rearm_children,
+                                          clear_steps], ADMIN, COUNT)
 
 
 def flush(topic: str, states: Sequence[str] = CLAIMABLE) -> Statement[int]:

@@ -1,16 +1,23 @@
-"""What a handler receives: the job, its cancellation signal, and a way to chain jobs."""
+"""What a handler receives: the job, its cancellation signal, a way to chain jobs, and its
+durable steps (step, sleep, wait_for_event: brooq.durable)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from brooq.otel import current_context
+from brooq.payload import to_json
 from brooq.rows import ParentState, parent_states
+
+if TYPE_CHECKING:
+    from brooq.durable import Step, StepStore
+
+T = TypeVar("T")
 
 _LOCK = threading.Lock()  # guards every Canceled (set, callbacks, the lazily made event)
 
@@ -89,6 +96,38 @@ class Canceled:
         await future
 
 
+class Suspended(BaseException):
+    """Raised by ``job.sleep`` and ``job.wait_for_event`` when the job must wait: the
+    database has ended the attempt already (the job is pending until then, its attempt
+    given back, its lease released), and the handler unwinds. A BaseException, so that
+    ``except Exception`` does not stop it; let it through."""
+
+    def __init__(self, until: datetime, reason: str) -> None:
+        self.until = until
+        self.reason = reason
+        super().__init__(f"{reason}: the job runs again at {until.isoformat()}")
+
+
+class EventTimeout(TimeoutError):
+    """``job.wait_for_event`` gave up: no event of the name came before its timeout. A
+    stored step: the handler, run again, gets it again at once."""
+
+    def __init__(self, event: str, step: str) -> None:
+        self.event = event
+        self.step = step
+        super().__init__(f"no event {event!r} came before the timeout of the wait {step!r}")
+
+
+class StepLeaseLost(Exception):
+    """A durable step's write was fenced off: this attempt no longer holds the job (it was
+    canceled, reaped or claimed again). Nothing was stored; stop, the outcome is ignored."""
+
+
+class StepsUnavailable(RuntimeError):
+    """job.step, sleep and wait_for_event need the worker that claimed the job (its
+    connections); a Job made by hand has none."""
+
+
 @dataclass(frozen=True)
 class Chained:
     """A job to enqueue when the current one is settled as done."""
@@ -107,6 +146,9 @@ class Job:
 
     __slots__ = (
         "_canceled",
+        "_counts",
+        "_steps",
+        "_store",
         "attempt",
         "chained",
         "created_at",
@@ -120,6 +162,7 @@ class Job:
         "priority",
         "reported",
         "reported_sent",
+        "suspending",
         "topic",
         "trace_context",
     )
@@ -153,6 +196,14 @@ class Job:
         self.chained: list[Chained] | None = None  # the worker's business (see chain())
         self.reported: dict[str, Any] | None = None  # what progress() said last
         self.reported_sent: dict[str, Any] | None = None  # what the last heartbeat carried
+        # durable steps (brooq.durable): the worker's store, set when claimed; the finished
+        # steps, read on the first step call (None: not yet); calls per kind for their
+        # default names; set while a sleep or wait may end the attempt (the leases then
+        # leave its lease to the database's answer)
+        self._store: StepStore | None = None
+        self._steps: dict[str, Step] | None = None
+        self._counts: dict[str, int] | None = None
+        self.suspending = False
 
     @property
     def canceled(self) -> Canceled:
@@ -203,6 +254,117 @@ class Job:
         if message is not None:
             report["message"] = str(message)[:200]
         self.reported = report  # one assignment: the loop reads it without a lock
+
+    # --- durable steps (docs/python-guide.md, "Durable steps") -------------------------
+
+    def _finished(self) -> dict[str, Step]:
+        store = self._store
+        if store is None:
+            raise StepsUnavailable("durable steps need the worker that claimed the job")
+        if self._steps is None:
+            self._steps = {s.name: s for s in store.steps(self) if s.kind != "waiting"}
+        return self._steps
+
+    def _default_name(self, kind: str) -> str:
+        if self._counts is None:
+            self._counts = {}
+        n = self._counts[kind] = self._counts.get(kind, 0) + 1
+        return f"{kind}#{n}"
+
+    def step(self, name: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` once for this job: its result (JSON, as a job's result) is stored
+        with the job when it returns, by this attempt only while it holds the job; a
+        later attempt (a retry, after a lease loss, after a sleep or a wait) returns the
+        stored result without running ``fn`` (JSON-decoded: a dataclass comes back as a
+        dict). ``fn`` may run again only when it ran and its result was not stored (the
+        worker died, the database was unreachable): make its side effect idempotent.
+        StepLeaseLost when the job is no longer this attempt's (nothing stored)."""
+        done = self._finished().get(name)
+        if done is not None and done.kind == "step":
+            return done.result  # type: ignore[no-any-return]
+        value = fn()
+        return self._checkpoint(name, value)
+
+    async def step_async(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """``step`` for async handlers: ``fn`` returns an awaitable; the database calls run
+        on a thread, not on the event loop."""
+        done = (await asyncio.to_thread(self._finished)).get(name)
+        if done is not None and done.kind == "step":
+            return done.result  # type: ignore[no-any-return]
+        value = await fn()
+        return await asyncio.to_thread(self._checkpoint, name, value)
+
+    def _checkpoint(self, name: str, value: T) -> T:
+        assert self._store is not None and self._steps is not None
+        stored = self._store.checkpoint(self, name, to_json(value))
+        if stored is None:
+            raise StepLeaseLost(f"job {self.id}: the step {name!r} was not stored: the job is no longer this attempt's")
+        if not stored.created:  # stored first by an earlier holder: its result wins
+            return stored.result  # type: ignore[no-any-return]
+        return value
+
+    def sleep(self, until: datetime | None = None, *, for_: timedelta | float | None = None,
+              step: str | None = None) -> None:
+        """Sleep durably until ``until`` (an aware datetime) or for ``for_`` (a timedelta or
+        seconds) from the first call: the attempt ends without being spent, no worker
+        holds the job meanwhile, and the handler runs again from the top at the end,
+        where this call returns at once (its end is a stored step: ``step``, by default
+        ``sleep#n`` for the n-th sleep of a run). Raises Suspended to end the attempt: let
+        it through."""
+        if (until is None) == (for_ is None):
+            raise ValueError("give until or for_, exactly one")
+        duration = None if for_ is None else (for_ if isinstance(for_, timedelta) else timedelta(seconds=float(for_)))
+        name = step if step is not None else self._default_name("sleep")
+        self._suspend_call(lambda store: store.sleep(self, name, until, duration), name)
+
+    def wait_for_event(self, event: str, *, timeout: timedelta | float, step: str | None = None) -> Any:
+        """Wait for the event ``event`` (brooq.emit_event, from any producer) at most
+        ``timeout`` from the first call, and return its payload. If an event of the name
+        was emitted and is still kept (it may be older than the wait) and this job has
+        not received it, it is received at once. Else the attempt ends without being
+        spent (Suspended: let it through), no worker holds the job, and an emit of the
+        name runs it again, from the top, where this call returns the payload at once (a
+        stored step: ``step``, by default ``wait#n`` for the n-th wait of a run).
+        EventTimeout once the timeout has passed with no event (stored too)."""
+        wait = timeout if isinstance(timeout, timedelta) else timedelta(seconds=float(timeout))
+        name = step if step is not None else self._default_name("wait")
+        done = self._finished().get(name)
+        if done is not None and done.kind == "event":
+            return done.result
+        if done is not None and done.kind == "timeout":
+            raise EventTimeout(event, name)
+        answer = self._suspend_call(lambda store: store.wait_for_event(self, name, event, wait), name)
+        if answer.outcome == "timeout":
+            raise EventTimeout(event, name)
+        return answer.payload
+
+    def _suspend_call(self, call: Callable[[StepStore], Any], name: str) -> Any:
+        self._finished()
+        assert self._store is not None
+        self.suspending = True
+        try:
+            answer = call(self._store)
+        except BaseException:
+            self.suspending = False
+            raise
+        if answer is None:
+            self.suspending = False
+            raise StepLeaseLost(f"job {self.id}: {name!r} was not stored: the job is no longer this attempt's")
+        until = answer.until
+        if getattr(answer, "state", None) == "pending" or getattr(answer, "outcome", None) == "waiting":
+            raise Suspended(until, f"job {self.id} suspended at {name!r}")  # suspending stays set
+        self.suspending = False
+        return answer
+
+    async def sleep_async(self, until: datetime | None = None, *, for_: timedelta | float | None = None,
+                          step: str | None = None) -> None:
+        """``sleep`` for async handlers (the database call on a thread)."""
+        await asyncio.to_thread(self.sleep, until, for_=for_, step=step)
+
+    async def wait_for_event_async(self, event: str, *, timeout: timedelta | float,
+                                   step: str | None = None) -> Any:
+        """``wait_for_event`` for async handlers (the database calls on a thread)."""
+        return await asyncio.to_thread(self.wait_for_event, event, timeout=timeout, step=step)
 
     async def wait_canceled(self) -> None:
         """For async handlers: return once ``canceled`` is set."""

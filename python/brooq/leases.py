@@ -112,5 +112,6 @@ class Leases:
                 continue
             if job_id in kept:
                 self._confirm(attempt, now)
-            elif not attempt.settling:  # a settling one may be settled already: its settle answers
+            elif not attempt.settling and not attempt.job.suspending:  # a settling one may be settled
+                # already: its settle answers; a suspending one (a durable sleep or wait) too
                 self.lose(attempt, now)

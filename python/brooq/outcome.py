@@ -7,6 +7,7 @@ import inspect
 from datetime import timedelta
 from typing import Any, NamedTuple
 
+from brooq.job import Suspended
 from brooq.payload import PayloadMismatch, to_json
 from brooq.signals import Cancel, Dead, PreserveAttempt, Retry, find_signal
 from brooq.states import OutcomeName
@@ -25,6 +26,10 @@ class Outcome(NamedTuple):
 
 
 DONE = Outcome("done")  # shared (an Outcome is immutable): a NamedTuple costs ~1 us to make
+# A durable sleep or wait ended the attempt in the database already (brooq.sleep,
+# brooq.wait_for_event: the attempt given back, as preserve's): the settler writes
+# nothing for it (Settler.add) and counts it as preserve.
+SUSPENDED = Outcome("preserve", "suspended: a durable sleep or wait")
 
 
 def of_return(value: Any) -> Outcome:
@@ -44,6 +49,8 @@ def of_return(value: Any) -> Outcome:
 def of_exception(exc: BaseException) -> Outcome:
     """The outcome a handler chose by raising ``exc``: a signal on its chain (find_signal)
     chooses it, with the signal's text and, when wrapped, the outer exception's."""
+    if isinstance(exc, Suspended):
+        return SUSPENDED
     if isinstance(exc, PayloadMismatch):
         # It will never fit: dead at once, the mismatch (naming the field) recorded as
         # the cause (the outcome dead: invariant 7, docs/architecture.md).

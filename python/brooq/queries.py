@@ -71,18 +71,47 @@ CANCEL: LiteralString = "select brooq.cancel(job_id => %s::bigint)"
 FLUSH: LiteralString = "select brooq.flush(topic => %s::text, states => %s::text[])"
 
 # Re-drive (admin): a dead or canceled job back to pending; a topic's dead jobs in bulk.
-RETRY: LiteralString = "select brooq.retry(job_id => %s::bigint, rearm_children => %s::boolean)"
+RETRY: LiteralString = """
+select brooq.retry(job_id => %s::bigint, rearm_children => %s::boolean, clear_steps => %s::boolean)
+"""
 
 RETRY_DEAD: LiteralString = """
 select brooq.retry_dead(topic => %s::text, include_canceled => %s::boolean,
                         max_jobs => %s::integer, since => %s::timestamptz,
-                        rearm_children => %s::boolean)
+                        rearm_children => %s::boolean, clear_steps => %s::boolean)
 """
 
 # brooq.jobs is the read-only view of brooq.job, granted to the three roles.
 # A job's parents (workflows), with their states and outcomes, in one query.
 PARENTS: LiteralString = """
 select id, topic, state, result, last_error, updated_at from brooq.parents(%s::bigint)
+"""
+
+# Durable steps: a job's finished steps (and the wait it is in), read on request.
+STEPS: LiteralString = """
+select name, kind, result, attempt, at from brooq.steps(%s::bigint)
+"""
+
+# A producer's event, in its own transaction: wakes the jobs that wait for its name.
+EMIT_EVENT: LiteralString = """
+select id, woken from brooq.emit_event(name => %s::text, payload => %s::jsonb, keep => %s::interval)
+"""
+
+# The handler's own calls (brooq.durable.StepStore), fenced by the job's lease.
+CHECKPOINT: LiteralString = """
+select result, created
+  from brooq.checkpoint(worker => %s::text, job_id => %s::bigint, lease_token => %s::bigint,
+                        name => %s::text, result => %s::jsonb)
+"""
+SLEEP: LiteralString = """
+select state, until
+  from brooq.sleep(worker => %s::text, job_id => %s::bigint, lease_token => %s::bigint, step => %s::text,
+                   until => %s::timestamptz, duration => %s::interval)
+"""
+WAIT_FOR_EVENT: LiteralString = """
+select outcome, payload, until
+  from brooq.wait_for_event(worker => %s::text, job_id => %s::bigint, lease_token => %s::bigint,
+                            step => %s::text, event => %s::text, timeout => %s::interval)
 """
 
 CHILDREN: LiteralString = """

@@ -112,7 +112,14 @@ class Settler:
         return len(self._outbox)
 
     def add(self, attempt: Attempt, outcome: Outcome, chained: list[Chained] | None = None) -> None:
-        """Queue an attempt's outcome (and, for done, the jobs it chained)."""
+        """Queue an attempt's outcome (and, for done, the jobs it chained). An attempt a
+        durable sleep or wait ended (job.suspending) is settled already: the database gave
+        its attempt back and released its lease (brooq.sleep, brooq.wait_for_event), so
+        nothing is written; it is counted as preserve, whatever the handler did after."""
+        if attempt.job.suspending:
+            self._release(attempt)
+            self._counters[attempt.job.topic].settled["preserve"] += 1
+            return
         self._outbox.append(Pending(attempt, outcome, chained or ()))
 
     def drop(self, attempt: Attempt) -> None:

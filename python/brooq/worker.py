@@ -43,6 +43,7 @@ from brooq.attempt import TopicHandler
 from brooq.config import WorkerConfig, format_duration, parse_address
 from brooq.counters import Counters
 from brooq.declared import takes_settings
+from brooq.durable import StepStore
 from brooq.errors import (
     FATAL_SQLSTATES,
     WORKER,
@@ -156,6 +157,7 @@ class Worker:
                               self._waker.wake, c.hung_grace)
         self._listener = Listener(self.name, (), self._waker.wake)
         self._ticker = Ticker(self.name)  # the schedules the workers tick (brooq.ticker)
+        self._steps = StepStore(self.name, self._session.open)  # handlers' durable steps (brooq.durable)
         self._job_rows = fields_row(Job)
         self._reaped_rows = fields_row(Reaped)
         # when to claim, how many, from which topics; the capacity is the jobs held,
@@ -378,6 +380,7 @@ class Worker:
         if self._listen_thread is not None:
             self._listen_thread.join(timeout=2.0)
         self._settle_thread.stop()
+        self._steps.close()
         self._watchdog.stop()
         self._settle_watchdog.stop()
 
@@ -513,6 +516,8 @@ class Worker:
         self._schedule.claimed(now, ask, len(jobs), busy)
         self._listener.claimed(now, bool(jobs), ask.only_notified)
         if jobs:
+            for job in jobs:
+                job._store = self._steps
             self._runner.start(jobs, now)
 
     def _stop_serving(self, exc: psycopg.Error, topics: list[str]) -> bool:
