@@ -142,15 +142,14 @@ def subjects(srv: Server, args: argparse.Namespace) -> tuple[list[Subject], dict
 
 
 def fresh(subject: Subject) -> None:
-    """No job left, and every table of the system's schema vacuumed: each run starts
-    from no backlog and no dead tuples."""
+    """The jobs gone, by the system's own reset (brooq and graphile-worker: their job
+    table truncated; PgQue: the queue dropped and made again), and nothing else: the
+    small tables keep their dead tuples and statistics from the run before, as in a
+    system that has been running. A VACUUM here would record their size of the
+    moment: it made PgQue's batch query loop over its tick table, which the planner
+    then took for one row while it grew by ten a second (latency grew by a second a
+    second until autovacuum analyzed the table again, a minute later)."""
     subject.system.reset()
-    with psycopg.connect(subject.system.dsn, autocommit=True) as conn:
-        tables = conn.execute("select format('%%I.%%I', schemaname, relname)"
-                              " from pg_stat_user_tables where schemaname = %s",
-                              (subject.schema,)).fetchall()
-        for (table,) in tables:
-            conn.execute(f"vacuum analyze {table}")
 
 
 DEAD = """select coalesce(sum(n_dead_tup), 0)::bigint, coalesce(sum(autovacuum_count), 0)::bigint
