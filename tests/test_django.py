@@ -268,3 +268,83 @@ def test_a_task_enqueues_on_djangos_connection_checked_and_the_worker_registers_
         job = send_digest.enqueue(brooq_django.connection(), Digest("week", ["a@example.com"]))
     assert jobs_of(dsn, "digest")[0].id == job.id
     assert sorted(brooq_django.worker().topics) == ["digest", "email"]
+
+
+# --- the admin (brooq.contrib.django.admin) ---------------------------------------------
+
+def admin_user(name: str, *perms: str) -> Any:
+    """A staff user holding the permissions ``perms`` of brooq's Job ("view_job", ...)."""
+    from django.contrib.auth.models import Permission, User
+
+    user = User.objects.create_user(f"{name}-{uuid.uuid4().hex[:6]}", password="x", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="brooq", codename__in=perms))
+    return user
+
+
+def client_of(user: Any) -> Any:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_admin_lists_filters_and_searches_the_jobs_read_only(dsn: str) -> None:
+    import brooq.contrib.django as brooq_django
+
+    key = f"adm-{uuid.uuid4().hex[:8]}"
+    job = brooq_django.enqueue("email", {"note": "<script>alert(1)</script>"}, key=key)
+    viewer = client_of(admin_user("viewer", "view_job"))
+    page = viewer.get("/admin/brooq/job/").content.decode()
+    assert f"/admin/brooq/job/{job.id}/change/" in page
+    assert 'name="action"' not in page or "cancel_jobs" not in page  # no action without its permission
+    filtered = viewer.get("/admin/brooq/job/", {"topic": "email", "state__exact": "pending"}).content.decode()
+    assert f"/admin/brooq/job/{job.id}/change/" in filtered
+    assert f"/admin/brooq/job/{job.id}/change/" not in \
+        viewer.get("/admin/brooq/job/", {"state__exact": "dead"}).content.decode()
+    for term in (str(job.id), key):
+        found = viewer.get("/admin/brooq/job/", {"q": term}).content.decode()
+        assert f"/admin/brooq/job/{job.id}/change/" in found, term
+    assert f"/admin/brooq/job/{job.id}/change/" not in \
+        viewer.get("/admin/brooq/job/", {"q": "no-such-key"}).content.decode()
+    # a job's page: read-only, the payload escaped
+    detail = viewer.get(f"/admin/brooq/job/{job.id}/change/")
+    assert detail.status_code == 200
+    text = detail.content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "<script>alert(1)" not in text
+    assert 'name="_save"' not in text  # nothing to save
+    assert viewer.get("/admin/brooq/job/add/").status_code == 403
+    assert viewer.post(f"/admin/brooq/job/{job.id}/delete/", {"post": "yes"}).status_code == 403
+    # a staff user without the view permission sees nothing
+    assert client_of(admin_user("nobody")).get("/admin/brooq/job/").status_code == 403
+
+
+def test_the_admin_actions_go_through_brooq_and_need_their_permission(dsn: str) -> None:
+    """docs/security.md: a user without brooq.cancel_job (or retry_job) cannot act, even by
+    posting the action by hand; with it, the action calls brooq.cancel (brooq.retry) and
+    Django writes no brooq table."""
+    import brooq.contrib.django as brooq_django
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    job = brooq_django.enqueue("email", {"n": "admin"})
+    form = {"action": "cancel_jobs", "_selected_action": [str(job.id)], "index": "0"}
+    viewer = client_of(admin_user("viewer", "view_job"))
+    assert viewer.post("/admin/brooq/job/", form).status_code in (200, 302)
+    retrier = client_of(admin_user("retrier", "view_job", "retry_job"))
+    assert retrier.post("/admin/brooq/job/", form).status_code in (200, 302)
+    fate = brooq_django.get_job(job.id)
+    assert fate is not None and fate.state == "pending"  # neither may cancel
+    operator = client_of(admin_user("operator", "view_job", "cancel_job", "retry_job"))
+    with CaptureQueriesContext(connection) as queries:
+        answer = operator.post("/admin/brooq/job/", form, follow=True)
+    assert answer.status_code == 200 and "1 of 1 jobs canceled" in answer.content.decode()
+    fate = brooq_django.get_job(job.id)
+    assert fate is not None and fate.state == "canceled"
+    writes = [q["sql"] for q in queries.captured_queries
+              if "brooq" in q["sql"].lower() and q["sql"].lower().lstrip().startswith(("update", "insert", "delete"))]
+    assert writes == []  # Django's statements only read the view; brooq.cancel changed the job
+    answer = operator.post("/admin/brooq/job/", {**form, "action": "retry_jobs"}, follow=True)
+    assert "1 of 1 jobs re-driven" in answer.content.decode()
+    fate = brooq_django.get_job(job.id)
+    assert fate is not None and fate.state == "pending" and "re-driven from canceled" in (fate.last_error or "")

@@ -10,7 +10,12 @@ USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 INSTALLED_APPS = [
-    "brooq.contrib.django",   # manage.py brooq_worker, manage.py brooq_deploy
+    "django.contrib.admin",   # brooq's jobs in the admin (brooq.contrib.django.admin)
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "brooq.contrib.django",   # manage.py brooq_worker, manage.py brooq_deploy, the admin's jobs
     "shop",
 ]
 
@@ -31,6 +36,21 @@ BROOQ = {
     "LEASE": "30s",
     "POLL_INTERVAL": os.environ.get("APP_BROOQ_POLL", "1s"),
 }
+
+# The admin (brooq's jobs in it: docs/django.md, "The admin").
+MIDDLEWARE = [  # the admin's (its views check CSRF themselves)
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": ["django.template.context_processors.request",
+                                       "django.contrib.auth.context_processors.auth",
+                                       "django.contrib.messages.context_processors.messages"]},
+}]
 
 # For tests/test_django.py only: a database brooq refuses.
 DATABASES["legacy"] = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}

@@ -1,5 +1,6 @@
+from django.contrib import admin
 from django.urls import path
 
 from shop import views
 
-urlpatterns = [path("orders", views.place_order)]
+urlpatterns = [path("orders", views.place_order), path("admin/", admin.site.urls)]

@@ -1,5 +1,6 @@
-"""The Django app of brooq: it has no models; it brings the management commands
-brooq_worker and brooq_deploy (docs/django.md)."""
+"""The Django app of brooq: the management commands brooq_worker, brooq_deploy and
+brooq_declare, and the jobs in the admin (an unmanaged model over the view brooq.jobs,
+brooq.contrib.django.admin; docs/django.md)."""
 
 from __future__ import annotations
 
