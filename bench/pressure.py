@@ -42,6 +42,14 @@ not at baseline (p99 at most max(2 x clean p99, clean p99 + 5 ms) and backlog at
 max(2 x the clean phase's largest, 100)); "not within the run" when the last interval
 is not at baseline.
 
+What it cannot tell: a completion's own time (jobs/s counts starts; each system
+completes a job with its batch, after its no-op handler); one system at a time beside
+another on the same machine (they run in turn); the same concurrency (PgQue's
+consumer reads one batch at a time, as PgQ's consumers do; graphile-worker runs 24
+jobs at once, brooq's loop 100 a claim); where a slowdown comes from (the dead tuples
+say what vacuum could not remove, not what a query read: the snapshot bench's EXPLAIN
+does that for brooq).
+
 It writes bench/results/<timestamp>-pressure.json, the summary table as
 <timestamp>-pressure.md (also printed) and a PNG per scenario beside them (jobs/s,
 latency, dead tuples, backlog over time, every system on each chart; matplotlib).
@@ -497,6 +505,9 @@ def fmt(v: float | None) -> str:
 
 HEADER = ("| scenario | system | offered jobs/s | jobs/s | p50 ms | p99 ms | dead tuples "
           "| backlog, largest | back to baseline |")
+LEGEND = ("Each cell: clean / pressure / after; dead tuples: the clean and pressure phases'"
+          " largest, the after phase's last; latency: the producer's commit returning ->"
+          " the handler's start.")
 BURST_HEADER = ("| burst | system | enqueued in | drained in | trickle jobs committed while "
                 "it drained | their p50 / p99 ms |")
 
@@ -531,7 +542,7 @@ def summary(runs: list[dict[str, Any]]) -> str:
     """The summary (markdown): a row per scenario and system, each figure as clean /
     pressure / after (dead tuples: the clean and pressure phases' largest, the after
     phase's last); then the bursts'."""
-    lines = [HEADER, "|---" * 9 + "|", *(row(r) for r in runs)]
+    lines = [HEADER, "|---" * 9 + "|", *(row(r) for r in runs), "", LEGEND]
     bursts = [r for r in runs if r["burst"]]
     if bursts:
         lines += ["", BURST_HEADER, "|---" * 6 + "|", *(burst_row(r) for r in bursts)]
