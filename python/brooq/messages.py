@@ -498,7 +498,7 @@ ENGLISH: dict[str, str] = {
     'dash.jobs_note_newest': 'Newest first, {page} a page.',
     'dash.jobs_note_done': 'The last finished first, {page} a page.',
     'dash.jobs_note_claim': 'In the order workers claim them (priority, then time), {page} a page.',
-    'dash.partial_page': 'This page read its budget of {scanned} jobs before it was full (a filter no index answers): more may match further on, on the next page.',
+    'dash.partial_page': 'This page stopped before it was full: it reads at most {scanned} jobs, a share of them a topic, and a filter no index answers passes over some. More may match further on: the next page goes on from here.',
     'dash.col.priority': 'priority',
     'dash.col.key': 'key',
     'dash.col.payload': 'payload',

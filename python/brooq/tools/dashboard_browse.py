@@ -221,7 +221,12 @@ def plan(filters: Filters, topics: Sequence[str], after: str | None, page: int =
         order = {"done": FINISHED, "pending": CLAIM, "scheduled": CLAIM,
                  "processing": IN_FLIGHT, "waiting": WAITING}[state]
     groups = max(1, len(topics) * (len(states) if order is NEWEST else 1) if order.per_topic else 1)
-    keep = page + 2
+    # rows a group returns at most: a page's worth, read from the index alone; where
+    # each row costs a read of the table too (done: its state; a payload filter), a
+    # share of a page when there are several groups (a quarter page at least): the
+    # merge shows what every group covered, the rest on the next page
+    costly = order is FINISHED or filters.contains is not None
+    keep = (max(page // 4, 2 * page // groups) if costly and groups > 1 else page) + 2
     params = {"topics": list(topics), "states": states, "ready": ready, "key": filters.key,
               "contains": filters.contains, "keep": keep,
               "scan": max(keep, MAX_SCANNED // groups), **order.params(after)}
