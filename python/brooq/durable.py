@@ -17,7 +17,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import psycopg
 from psycopg.rows import class_row
@@ -27,12 +27,19 @@ from brooq import queries
 from brooq.errors import PRODUCER, WORKER, translate, who
 from brooq.payload import to_json
 
-if TYPE_CHECKING:
-    from brooq.job import Job
-
 Conn = psycopg.Connection[Any]
 
 IDLE_MAX = 4  # connections a store keeps open between calls
+
+
+class Held(Protocol):
+    """A claimed job, as far as its steps are concerned (brooq.Job is one): no import of
+    brooq.job, which imports this module."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def lease_token(self) -> int: ...
 
 
 class Step(NamedTuple):
@@ -169,22 +176,22 @@ class StepStore:
             with contextlib.suppress(Exception):
                 conn.close()
 
-    def steps(self, job: Job) -> list[Step]:
+    def steps(self, job: Held) -> list[Step]:
         with self._conn() as conn:
             return conn.cursor(row_factory=class_row(Step)).execute(queries.STEPS, [job.id]).fetchall()
 
-    def checkpoint(self, job: Job, name: str, result_json: str) -> Checkpointed | None:
+    def checkpoint(self, job: Held, name: str, result_json: str) -> Checkpointed | None:
         args = [self.worker, job.id, job.lease_token, name, Jsonb(result_json, dumps=_identity)]
         with self._conn() as conn:
             return conn.cursor(row_factory=class_row(Checkpointed)).execute(queries.CHECKPOINT, args).fetchone()
 
-    def sleep(self, job: Job, step: str, until: datetime | None,
+    def sleep(self, job: Held, step: str, until: datetime | None,
               duration: timedelta | None) -> Suspension | None:
         args = [self.worker, job.id, job.lease_token, step, until, duration]
         with self._conn() as conn:
             return conn.cursor(row_factory=class_row(Suspension)).execute(queries.SLEEP, args).fetchone()
 
-    def wait_for_event(self, job: Job, step: str, event: str, timeout: timedelta) -> Awaited | None:
+    def wait_for_event(self, job: Held, step: str, event: str, timeout: timedelta) -> Awaited | None:
         args = [self.worker, job.id, job.lease_token, step, event, timeout]
         with self._conn() as conn:
             return conn.cursor(row_factory=class_row(Awaited)).execute(queries.WAIT_FOR_EVENT, args).fetchone()
