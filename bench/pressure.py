@@ -37,10 +37,10 @@ offered; latency p50 and p99 from the producer's commit returning to the handler
 start (CLOCK_MONOTONIC in both processes: bench/workers/report.py), over the jobs
 started in the interval; dead tuples (n_dead_tup summed over the system's schema);
 the backlog (jobs committed minus jobs started). "Back to baseline": seconds from the
-end of the pressure (the burst's: its last commit) to the end of the last interval
-not at baseline (p99 at most max(2 x clean p99, clean p99 + 5 ms) and backlog at most
-max(2 x the clean phase's largest, 100)); "not within the run" when the last interval
-is not at baseline.
+end of the pressure (the burst's: its last commit) to the start of the first three
+intervals in a row at baseline (p99 at most max(2 x clean p99, clean p99 + 5 ms) and
+backlog at most max(2 x the clean phase's largest, 100)); "not within the run" when
+none come.
 
 What it cannot tell: a completion's own time (jobs/s counts starts; each system
 completes a job with its batch, after its no-op handler); one system at a time beside
@@ -474,26 +474,29 @@ def phase_figures(run: Run) -> dict[str, dict[str, Any]]:
     return out
 
 
-def recovery(run: Run, phases: dict[str, dict[str, Any]]) -> float | None:
-    """Seconds from the end of the pressure to the end of the last interval not at
-    baseline (0: none after it); None when the run's last interval is not at baseline."""
+STEADY = 3  # intervals in a row at baseline that make a recovery
+
+
+def recovery(series: list[dict[str, Any]], pressure_end: float, every: float,
+             phases: dict[str, dict[str, Any]]) -> float | None:
+    """Seconds from the end of the pressure to the start of the first STEADY intervals in
+    a row at baseline (fewer if the run has fewer left): p99 at most max(2 x clean,
+    clean + 5 ms) and the backlog at most max(2 x the clean phase's largest, 100). None
+    when no such run of intervals comes before the end. A later lone spike does not
+    count: on a shared machine one interval in a minute is often slow."""
     clean = phases.get("clean")
     if not clean or clean["p99_ms"] is None:
         return None
     p99_limit = max(2 * clean["p99_ms"], clean["p99_ms"] + 5)
     backlog_limit = max(2 * clean["backlog_max"], 100)
-    last_bad = None
-    for s in run.series:
-        if s["t"] <= run.pressure_end:
-            continue
-        ok = (s["p99_ms"] is None or s["p99_ms"] <= p99_limit) and s["backlog"] <= backlog_limit
-        if not ok:
-            last_bad = s["t"]
-    if last_bad is None:
-        return 0.0
-    if last_bad >= run.series[-1]["t"]:
-        return None
-    return float(last_bad - run.pressure_end)
+    after = [s for s in series if s["t"] > pressure_end]
+    ok = [(s["p99_ms"] is None or s["p99_ms"] <= p99_limit) and s["backlog"] <= backlog_limit
+          for s in after]
+    need = min(STEADY, len(after))
+    for j in range(len(after) - need + 1):
+        if need and all(ok[j:j + need]):
+            return max(0.0, float(after[j]["t"] - every - pressure_end))
+    return None
 
 
 def fmt(v: float | None) -> str:
@@ -672,7 +675,9 @@ def main(argv: list[str]) -> int:
                 runs.append({"scenario": run.scenario, "system": run.system, "title": plan.title,
                              "bounds": plan.bounds, "capacity": plan.capacity,
                              "pressure_end_s": run.pressure_end, "phases": phases,
-                             "recovery_s": recovery(run, phases), "burst": run.burst,
+                             "recovery_s": recovery(run.series, run.pressure_end, run.every,
+                                                    phases),
+                             "burst": run.burst,
                              "series": run.series})
     table = summary(runs)
     out.parent.mkdir(parents=True, exist_ok=True)
