@@ -101,6 +101,7 @@ def timed(fn: Callable[[], Any], n: int = 5) -> float:
 
 def measure(dsn: str, args: argparse.Namespace) -> dict[str, Any]:
     from brooq.tools.dashboard import Database
+    from brooq.tools.dashboard_browse import Filters
     names = topics(args.topics)
     out: dict[str, Any] = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -123,8 +124,11 @@ def measure(dsn: str, args: argparse.Namespace) -> dict[str, Any]:
     pages: dict[str, Callable[[], Any]] = {
         "topics": db.overview,
         "in flight": db.in_flight,
-        "dead and failed": lambda: db.jobs(None, ["dead", "failed"]),
-        "dead of one topic": lambda: db.jobs(names[0], ["dead"]),
+        "dead and failed": lambda: db.browse(Filters(), None),
+        "dead of one topic": lambda: db.browse(Filters(topic=names[0], state="dead"), None),
+        "done, every topic": lambda: db.browse(Filters(state="done"), None),
+        "pending, every topic": lambda: db.browse(Filters(state="pending"), None),
+        "a payload field over done": lambda: db.browse(Filters.of({"state": "done", "payload": "n = 1"}), None),
         "find by key": lambda: db.find("no-such-key"),
         "a job": lambda: db.job(some_id),
     }
