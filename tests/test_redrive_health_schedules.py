@@ -271,22 +271,22 @@ def test_schedule_list_and_unschedule_from_the_command_line(cron_conn: Conn, tap
     assert brooq("unschedule", "periodic-nightly", dsn=tap_dsn).stdout == "unscheduled periodic-nightly\n"
     again = brooq("unschedule", "periodic-nightly", dsn=tap_dsn)
     assert (again.returncode, again.stdout) == (1, "no schedule named periodic-nightly\n")
-    assert cron_conn.execute("select count(*) from cron.job where jobname like 'brooq_schedule.cockpit-%'"
+    assert cron_conn.execute("select count(*) from cron.job where jobname like 'brooq_schedule.periodic-%'"
                              ).fetchone() == (0,)
 
 
 def test_two_runs_of_one_tick_at_once_enqueue_one_job(cron_conn: Conn, tap_dsn: str) -> None:
-    cron_conn.execute("select brooq.schedule('cockpit-race', '* * * * *', 'periodic.report')")
+    cron_conn.execute("select brooq.schedule('periodic-race', '* * * * *', 'periodic.report')")
     cron_conn.execute("select cron.alter_job(jobid, active => false) from cron.job "
-                      "where jobname = 'brooq_schedule.cockpit-race'")  # only this test ticks it
+                      "where jobname = 'brooq_schedule.periodic-race'")  # only this test ticks it
     at = "2031-01-01 03:00:00+00"
     with psycopg.connect(tap_dsn) as first, psycopg.connect(tap_dsn) as second:
         for conn, second_of_minute in ((first, "00.2"), (second, "59.8")):
             conn.execute(f"set brooq.now = '2031-01-01 03:00:{second_of_minute}+00'")
-        one = first.execute("select brooq._schedule_tick('cockpit-race')").fetchone()  # not committed yet
+        one = first.execute("select brooq._schedule_tick('periodic-race')").fetchone()  # not committed yet
         result: list[object] = []
         racer = threading.Thread(target=lambda: result.append(
-            second.execute("select brooq._schedule_tick('cockpit-race')").fetchone()))
+            second.execute("select brooq._schedule_tick('periodic-race')").fetchone()))
         racer.start()
         time.sleep(0.5)
         assert racer.is_alive()  # waits for the first run's transaction
@@ -296,7 +296,7 @@ def test_two_runs_of_one_tick_at_once_enqueue_one_job(cron_conn: Conn, tap_dsn: 
     assert result == [one] and one is not None
     rows = cron_conn.execute("select id, idempotency_key from brooq.job where topic = 'periodic.report'").fetchall()
     assert rows == [(one[0], None)]
-    tick = cron_conn.execute("select last_tick_at, last_job_id from brooq.schedules where name = 'cockpit-race'").fetchone()
+    tick = cron_conn.execute("select last_tick_at, last_job_id from brooq.schedules where name = 'periodic-race'").fetchone()
     assert tick == (datetime.fromisoformat(at), one[0])
 
 
@@ -312,7 +312,7 @@ def test_schedule_without_pg_cron_says_how_to_install_it(db: str) -> None:
 
 def test_pg_cron_runs_a_schedule_and_enqueues_one_job_for_its_tick(cron_conn: Conn) -> None:
     """A real pg_cron run: '* * * * *' fires at the next minute (up to ~60 s away)."""
-    cron_conn.execute("select brooq.schedule('cockpit-minute', '* * * * *', 'periodic.report', '{\"n\": 1}')")
+    cron_conn.execute("select brooq.schedule('periodic-minute', '* * * * *', 'periodic.report', '{\"n\": 1}')")
     deadline = time.monotonic() + 75
     rows: list[tuple[object, ...]] = []
     while time.monotonic() < deadline and not rows:
@@ -324,7 +324,7 @@ def test_pg_cron_runs_a_schedule_and_enqueues_one_job_for_its_tick(cron_conn: Co
     assert (payload, key) == ({"n": 1}, None)
     run = cron_conn.execute(
         "select d.status, d.return_message from cron.job_run_details d join cron.job c using (jobid) "
-        "where c.jobname = 'brooq_schedule.cockpit-minute' order by d.runid desc limit 1").fetchone()
+        "where c.jobname = 'brooq_schedule.periodic-minute' order by d.runid desc limit 1").fetchone()
     assert run == ("succeeded", "1 row")
-    assert cron_conn.execute("select last_job_id from brooq.schedules where name = 'cockpit-minute'"
+    assert cron_conn.execute("select last_job_id from brooq.schedules where name = 'periodic-minute'"
                              ).fetchone() == (job_id,)

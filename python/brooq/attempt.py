@@ -1,6 +1,6 @@
 """One claimed job on its way from claim to settle, and the registered handler it runs with.
 
-Shared by the worker's rooms: the runner (runner.py) makes an Attempt per claimed job
+Shared by the worker's parts: the runner (runner.py) makes an Attempt per claimed job
 and runs its handler, the leases (leases.py) hold it, the settler (settler.py) writes
 its outcome.
 """

@@ -2,7 +2,7 @@
 -- checks that one transaction can make fire (an expired lease nobody reaped, a
 -- paused topic with ready jobs, a job that lost its lease twice), then
 -- privileges under switched roles. Vacuum and the xmin horizon need other
--- sessions: tests/test_cockpit.py.
+-- sessions: tests/test_redrive_health_schedules.py.
 begin;
 select plan(22);
 
