@@ -2344,7 +2344,7 @@ grant execute on procedure brooq.purge_all(integer, integer) to brooq_admin;
 -- instead of running it again; it sleeps, or waits for an event, without a worker.
 --
 -- brooq.checkpoint(worker, job_id, lease_token, name, result) -> setof brooq.checkpointed
--- brooq.steps(job_id) -> setof brooq.step
+-- brooq.steps(job_id, max_steps) -> setof brooq.step
 -- brooq.sleep(worker, job_id, lease_token, step, until, duration) -> setof brooq.suspended
 -- brooq.wait_for_event(worker, job_id, lease_token, step, event, timeout) -> setof brooq.awaited
 --
@@ -2505,22 +2505,27 @@ comment on function brooq.checkpoint(text, bigint, bigint, text, jsonb) is
 revoke all on function brooq.checkpoint(text, bigint, bigint, text, jsonb) from public;
 grant execute on function brooq.checkpoint(text, bigint, bigint, text, jsonb) to brooq_worker;
 
--- brooq.steps(job_id) -> setof brooq.step, in the order they were finished
+-- brooq.steps(job_id, max_steps) -> setof brooq.step, in the order they were finished
 --
 -- A job's finished steps with their results, and the wait it is in (kind waiting),
 -- in one query: a handler reads them on request (the claim never carries them, so
--- no job's steps can make a claim fail or grow), as do brooq job and the dashboard.
--- No rows for a job without steps, or an unknown id.
+-- no job's steps can make a claim fail or grow), as do brooq job and the dashboard,
+-- which read the first max_steps only (a job may hold 10000 steps of up to
+-- max_payload_bytes each: a page shows a bounded part). No rows for a job without
+-- steps, or an unknown id.
 --
 -- Parameters:
---   job_id  the job's id
+--   job_id     the job's id
+--   max_steps  at most this many rows, the first finished (default: all, <= 10000
+--              steps and the wait)
 -- Returns: (name, kind, result, attempt, at) per step: kind step (result: the
 -- handler's), sleep ({"until": instant}), event (the payload received), timeout
 -- (NULL), waiting ({"event": name, "deadline": instant}, the attempt that began it).
 -- Errors:
---   22004 null_value_not_allowed  job_id is NULL
+--   22004 null_value_not_allowed  job_id or max_steps is NULL
+--   22023 invalid_parameter_value max_steps below 1
 -- Touches: reads brooq.job_step and brooq.job_wait.
-create or replace function brooq.steps(job_id bigint)
+create or replace function brooq.steps(job_id bigint, max_steps integer default 10001)
 returns setof brooq.step
 language plpgsql
 stable
@@ -2528,10 +2533,15 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if steps.job_id is null then
-        raise exception 'brooq.steps: job_id must not be NULL'
+    if steps.job_id is null or steps.max_steps is null then
+        raise exception 'brooq.steps: job_id and max_steps must not be NULL'
             using errcode = 'null_value_not_allowed',
-                  hint = 'Pass the id of the job whose steps you want.';
+                  hint = 'Pass the id of the job whose steps you want; leave max_steps out for all of them.';
+    end if;
+    if steps.max_steps < 1 then
+        raise exception 'brooq.steps: max_steps must be at least 1, not %', steps.max_steps
+            using errcode = 'invalid_parameter_value',
+                  hint = 'Pass how many steps to read, or leave max_steps out for all of them.';
     end if;
     return query
     select s.name, s.kind, s.result, s.attempt, s.at
@@ -2544,15 +2554,16 @@ begin
               from brooq.job_wait w
              where w.job_id = steps.job_id
                and not exists (select from brooq.job_step d where d.job_id = w.job_id and d.name = w.step)) as s
-     order by s.late, s.at, s.name;
+     order by s.late, s.at, s.name
+     limit steps.max_steps;
 end
 $$;
 
-comment on function brooq.steps(bigint) is
-'A job''s finished steps (step, sleep, event, timeout) with their results, and the wait it is in (waiting), in the order finished. Errors: 22004 NULL id.';
+comment on function brooq.steps(bigint, integer) is
+'A job''s finished steps (step, sleep, event, timeout) with their results, and the wait it is in (waiting), in the order finished; the first max_steps only. Errors: 22004 NULL argument, 22023 max_steps below 1.';
 
-revoke all on function brooq.steps(bigint) from public;
-grant execute on function brooq.steps(bigint) to brooq_producer, brooq_worker;
+revoke all on function brooq.steps(bigint, integer) from public;
+grant execute on function brooq.steps(bigint, integer) to brooq_producer, brooq_worker;
 
 -- brooq.sleep(worker, job_id, lease_token, step, until => NULL, duration => NULL)
 --

@@ -24,6 +24,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 from brooq.tools import dashboard_html as html
 from conftest import ROOT, Server
 
@@ -854,3 +855,26 @@ def test_in_a_browser_the_topics_refresh_the_search_box_finds_and_dead_jobs_re_d
     at(browser, "/jobs?topic=invoice&did=retried-dead")  # back on the page it was sent from
     assert "re-driven" in browser.find_element(By.ID, "flash").text
     assert [state_of(db, i) for i in (jobs["dead"], jobs["dead2"])] == ["pending", "pending"]
+
+
+def test_a_job_s_page_lists_its_durable_steps_escaped_and_bounded(
+        dashboard: Dashboard, db: str) -> None:
+    """docs/dashboard.md, "A job's durable steps": the first MAX_STEPS, in the order
+    finished, results escaped; a job without steps shows no such table."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("select brooq.declare_topic('steps.page')")
+        job_id = conn.execute("select id from brooq.enqueue('steps.page', '{}')").fetchone()[0]
+        token = conn.execute("select lease_token from brooq.claim('w-steps', array['steps.page'])").fetchone()[0]
+        conn.execute("select brooq.checkpoint('w-steps', %s, %s, 'charge', %s)",
+                     [job_id, token, Jsonb({"card": "<script>alert(1)</script>"})])
+        conn.execute("select brooq.checkpoint('w-steps', %s, %s, 'step-' || n, to_jsonb(n))"
+                     " from generate_series(1, %s) n", [job_id, token, html.MAX_STEPS])
+        plain = conn.execute("select id from brooq.enqueue('steps.page', '{}')").fetchone()[0]
+    status, page = dashboard.get(f"/jobs/{job_id}")
+    assert status == 200 and 'id="steps"' in page
+    assert page.count('<tr id="step-') == html.MAX_STEPS  # the first ones, then the note
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
+    shown = re.findall(r'<tr id="step-\d+"><td>([^<]*)</td>', page)
+    assert shown == ["charge", *(f"step-{n}" for n in range(1, html.MAX_STEPS))]  # in the order finished
+    assert "brooq job ID --json lists them all" in page
+    assert 'id="steps"' not in dashboard.get(f"/jobs/{plain}")[1]  # a job that ran no step

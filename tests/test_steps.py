@@ -7,6 +7,7 @@ tests/pgtap/steps.sql, the emit/wait race in tests/test_steps_races.py."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from datetime import timedelta
 from typing import Any
@@ -15,7 +16,7 @@ import brooq
 import psycopg
 import pytest
 from brooq.durable import StepStore
-from helpers import FAST, declare, running, wait_for
+from helpers import FAST, brooq_cli, declare, running, wait_for
 
 
 def _state(conn: psycopg.Connection[Any], job_id: int) -> str:
@@ -57,6 +58,13 @@ def test_a_step_runs_once_across_retries_and_its_result_comes_back(db: str) -> N
         steps = brooq.steps(conn, job.id)
         assert [(s.name, s.kind, s.result, s.attempt) for s in steps] == [
             ("charge", "step", {"charge": "ch_42"}, 1), ("reserve", "step", 7, 2)]
+        assert [s.name for s in brooq.steps(conn, job.id, max_steps=1)] == ["charge"]
+    # brooq job: the steps on its line, and every one of them with --json
+    line = brooq_cli("job", str(job.id), dsn=db)
+    assert line.returncode == 0 and " steps=charge,reserve" in line.stdout, line
+    shown = json.loads(brooq_cli("job", str(job.id), "--json", dsn=db).stdout)["steps"]
+    assert [(s["name"], s["kind"], s["result"]) for s in shown] == [
+        ("charge", "step", {"charge": "ch_42"}), ("reserve", "step", 7)]
 
 
 def test_a_sleep_ends_the_attempt_unspent_and_resumes_after_it(db: str) -> None:

@@ -115,12 +115,13 @@ async def emit_event_async(conn: psycopg.AsyncConnection[Any], name: str, payloa
     return row
 
 
-def steps(conn: Conn, job_id: int) -> list[Step]:
+def steps(conn: Conn, job_id: int, max_steps: int | None = None) -> list[Step]:
     """A job's finished steps, in the order finished, and the wait it is in (kind
-    ``waiting``): what ``brooq job`` and the dashboard show. Needs brooq_producer or
-    brooq_worker."""
+    ``waiting``): what ``brooq job`` and the dashboard show; the first ``max_steps``
+    only when given. Needs brooq_producer or brooq_worker."""
+    query, args = (queries.STEPS, [job_id]) if max_steps is None else (queries.STEPS_FIRST, [job_id, max_steps])
     try:
-        return conn.cursor(row_factory=class_row(Step)).execute(queries.STEPS, [job_id]).fetchall()
+        return conn.cursor(row_factory=class_row(Step)).execute(query, args).fetchall()
     except psycopg.Error as exc:
         raise translate(exc, PRODUCER, who(conn)) or exc from None
 

@@ -91,6 +91,10 @@ select id, topic, state, result, last_error, updated_at from brooq.parents(%s::b
 STEPS: LiteralString = """
 select name, kind, result, attempt, at from brooq.steps(%s::bigint)
 """
+# ... the first ones only (brooq job, a bounded read)
+STEPS_FIRST: LiteralString = """
+select name, kind, result, attempt, at from brooq.steps(%s::bigint, %s::integer)
+"""
 
 # A producer's event, in its own transaction: wakes the jobs that wait for its name.
 EMIT_EVENT: LiteralString = """

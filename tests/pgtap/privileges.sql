@@ -45,7 +45,7 @@ insert into matrix values
     ('brooq.retry_dead(text, boolean, integer, timestamptz, boolean, boolean)', false, false, true),
     ('brooq._retry(bigint[], text[], boolean, boolean)', false, false, false),
     ('brooq.checkpoint(text, bigint, bigint, text, jsonb)', false, true, true),
-    ('brooq.steps(bigint)', true, true, true),
+    ('brooq.steps(bigint, integer)', true, true, true),
     ('brooq.sleep(text, bigint, bigint, text, timestamptz, interval)', false, true, true),
     ('brooq.wait_for_event(text, bigint, bigint, text, text, interval)', false, true, true),
     ('brooq.emit_event(text, jsonb, interval)', true, false, true),

@@ -5,13 +5,13 @@
 -- timeout; cancel, retry, purge, flush and retain_done compose; a missed wake is
 -- found by reap; bounds and errors), then privileges under switched roles.
 begin;
-select plan(91);
+select plan(94);
 
 -- Structure -------------------------------------------------------------------
 
 select has_function('brooq', 'checkpoint', array['text', 'bigint', 'bigint', 'text', 'jsonb']);
 select is_definer('brooq', 'checkpoint', array['text', 'bigint', 'bigint', 'text', 'jsonb']);
-select has_function('brooq', 'steps', array['bigint']);
+select has_function('brooq', 'steps', array['bigint', 'integer']);
 select has_function('brooq', 'sleep', array['text', 'bigint', 'bigint', 'text', 'timestamp with time zone', 'interval']);
 select has_function('brooq', 'wait_for_event', array['text', 'bigint', 'bigint', 'text', 'text', 'interval']);
 select has_function('brooq', 'emit_event', array['text', 'jsonb', 'interval']);
@@ -55,6 +55,12 @@ select results_eq(format($$ select name, kind, result, attempt from brooq.steps(
     'a retry reads the steps of the earlier attempt, in the order finished');
 select results_eq(format($$ select result, created from brooq.checkpoint('w1', %s, %s, 'charge', '"again"') $$, :j, :tok),
     $$ values ('{"charge": "ch_1"}'::jsonb, false) $$, 'its checkpoint of a finished step returns the first result');
+select results_eq(format($$ select name from brooq.steps(%s, max_steps => 1) $$, :j),
+    $$ values ('charge') $$, 'max_steps: the first steps finished only');
+select throws_ok(format($$ select * from brooq.steps(%s, max_steps => 0) $$, :j), '22023',
+    'brooq.steps: max_steps must be at least 1, not 0', 'max_steps below 1: 22023');
+select throws_ok(format($$ select * from brooq.steps(%s, max_steps => null) $$, :j), '22004', null,
+    'a NULL max_steps: 22004');
 
 -- a lease lost: the old holder is fenced off, the new one reads what it stored
 select lease_token as old_tok from brooq.job where id = :j \gset

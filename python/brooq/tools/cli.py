@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 import psycopg
 import psycopg.errors
 
-from brooq import admin, config, producer, settings
+from brooq import admin, config, durable, producer, settings
 from brooq._version import __version__
 from brooq.declared import Setting
 from brooq.errors import BrooqError, ConfigError, PermissionDenied
@@ -199,7 +199,8 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def json_row(row: JobFate | TopicStats | ParentJob | ChildJob | ScheduleStatus | HealthCheck) -> dict[str, Any]:
+def json_row(row: JobFate | TopicStats | ParentJob | ChildJob | ScheduleStatus | HealthCheck | durable.Step
+             ) -> dict[str, Any]:
     return {k: json_value(v) for k, v in row._asdict().items()}
 
 
@@ -208,6 +209,7 @@ def write_json(out: TextIO, value: Any) -> None:
 
 
 CHILDREN_SHOWN = 20  # brooq job's line; --json lists up to 10,000
+STEPS_SHOWN = 20  # brooq job's line; --json lists them all
 
 
 def cmd_job(args: argparse.Namespace, out: TextIO) -> int:
@@ -216,11 +218,13 @@ def cmd_job(args: argparse.Namespace, out: TextIO) -> int:
         parents = producer.parents(conn, args.id) if fate is not None else []
         children = producer.children(conn, args.id, limit=10000 if args.json else CHILDREN_SHOWN + 1) \
             if fate is not None else []
+        steps = durable.steps(conn, args.id, None if args.json else STEPS_SHOWN + 1) if fate is not None else []
     if fate is None:
         raise Failure(_("cli.job_not_found", id=args.id))
     if args.json:
         write_json(out, json_row(fate) | {"parents": [json_row(p) for p in parents],
-                                          "children": [json_row(c) for c in children]})
+                                          "children": [json_row(c) for c in children],
+                                          "steps": [json_row(s) for s in steps]})
     else:
         line = format_fate(fate)
         if parents:  # what it waits for, or waited for (workflows)
@@ -228,6 +232,11 @@ def cmd_job(args: argparse.Namespace, out: TextIO) -> int:
         if children:  # what waits, or waited, for it
             line += " children=" + ",".join(f"{c.id}:{c.state}" for c in children[:CHILDREN_SHOWN])
             if len(children) > CHILDREN_SHOWN:
+                line += ",..."
+        if steps:  # what it finished, and the wait it is in (durable steps)
+            line += " steps=" + ",".join(s.name if s.kind == "step" else f"{s.name}:{s.kind}"
+                                         for s in steps[:STEPS_SHOWN])
+            if len(steps) > STEPS_SHOWN:
                 line += ",..."
         out.write(line + "\n")
     return 0

@@ -56,7 +56,7 @@ from brooq.tools import dashboard_browse as listing
 from brooq.tools import dashboard_html as html
 from brooq.tools import queries as tool_queries
 from brooq.tools.dashboard_browse import FilterError, Filters
-from brooq.tools.dashboard_html import InFlight, JobLine, JobView, ListedJob, TreeNode
+from brooq.tools.dashboard_html import InFlight, JobLine, JobView, ListedJob, StepLine, TreeNode
 
 try:
     from starlette.applications import Starlette
@@ -467,7 +467,13 @@ class Database:
                      "nodes": html.TREE_NODES}).fetchall() if parents or children else []
             except psycopg.errors.InsufficientPrivilege:  # a read-only role granted before
                 return job  # workflows: neither shown
-            return job._replace(parents=tuple((p[0], p[1]) for p in parents),
+            try:
+                steps = conn.cursor(row_factory=class_row(StepLine)).execute(
+                    tool_queries.DASHBOARD_JOB_STEPS,
+                    {"id": job_id, "shown": html.MAX_SHOWN, "limit": html.MAX_STEPS + 1}).fetchall()
+            except psycopg.errors.InsufficientPrivilege:  # a role granted before durable steps
+                steps = []
+            return job._replace(steps=tuple(steps), parents=tuple((p[0], p[1]) for p in parents),
                                 parents_total=parents[0][2] if parents else 0,
                                 children=tuple((c[0], c[1]) for c in children),
                                 tree=tuple(tree))

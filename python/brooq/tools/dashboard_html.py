@@ -24,6 +24,7 @@ from brooq.tools.text import format_duration
 MAX_SHOWN = 65536  # characters of a payload, result or error on a page
 MAX_CHILDREN = 50  # children linked on a job's page; more are summed up as "..."
 MAX_PARENTS = 50  # parents linked on a job's page; more are counted
+MAX_STEPS = 50  # durable steps listed on a job's page, the first finished; more are said
 
 TREE_DEPTH = 3  # levels of a job's workflow tree shown above it and below it
 TREE_FAN = 10  # parents or children of each node of the tree, the lowest ids
@@ -86,6 +87,18 @@ class TreeNode(NamedTuple):
     depth: int
 
 
+class StepLine(NamedTuple):
+    """One row of tool_queries.DASHBOARD_JOB_STEPS: a durable step of a job, its result
+    (JSON text) cut at MAX_SHOWN characters with its whole length (None: no result)."""
+
+    name: str
+    kind: str
+    result: str | None
+    result_length: int | None
+    attempt: int | None
+    at: datetime
+
+
 class JobView(NamedTuple):
     """One row of tool_queries.DASHBOARD_JOB: a job's page. Payload, result and progress are
     the stored JSON text, cut at MAX_SHOWN characters, each with its whole
@@ -114,6 +127,7 @@ class JobView(NamedTuple):
     parents_total: int = 0  # how many parents it has
     children: tuple[tuple[int, str], ...] = ()  # (id, state) of the first children, MAX_CHILDREN + 1
     tree: tuple[TreeNode, ...] = ()  # its workflow's tree, bounded (TREE_*)
+    steps: tuple[StepLine, ...] = ()  # its durable steps, the first MAX_STEPS + 1
 
 
 @dataclass(frozen=True)
@@ -510,6 +524,8 @@ def job(view: View, j: JobView) -> str:
     if j.tree:
         parts.append(f'<h2>{t("dash.workflow")}</h2><div id="tree">{tree(j)}</div>'
                      f'<p class="muted">{t("dash.tree_note", depth=TREE_DEPTH, fan=TREE_FAN, nodes=TREE_NODES)}</p>')
+    if j.steps:
+        parts.append(f'<h2>{t("dash.steps")}</h2>{steps(j.steps)}')
     if j.last_error:
         parts.append(f'<h2>{t("dash.last_error")}</h2><pre id="last-error">{esc(j.last_error[:MAX_SHOWN])}</pre>')
     parts.append(f'<h2>{t("dash.payload")}</h2>{pretty(j.payload, j.payload_length)}')
@@ -519,6 +535,18 @@ def job(view: View, j: JobView) -> str:
         parts.append(f'<h2>{t("dash.progress")}</h2>{pretty(j.progress, j.progress_length)}')
     # a finished job changes no more (unless re-driven): its page holds still to be read
     return page(view, _("dash.job_title", id=j.id), "".join(parts), refresh=j.state not in TERMINAL)
+
+
+def steps(lines: tuple[StepLine, ...]) -> str:
+    """A job's durable steps: the first MAX_STEPS, and a note when it has more."""
+    body = "".join(
+        f'<tr id="step-{i}"><td>{esc(s.name)}</td><td>{esc(s.kind)}</td>'
+        f'<td>{pretty(s.result, s.result_length) if s.result is not None and s.result_length is not None else "-"}</td>'
+        f'<td class="n">{s.attempt if s.attempt is not None else "-"}</td><td>{when(s.at)}</td></tr>'
+        for i, s in enumerate(lines[:MAX_STEPS]))
+    head = headings("dash.col.step", "dash.col.kind", "dash.result", "dash.col.attempt", "dash.col.since")
+    more = f'<p class="muted">{t("dash.steps_more", shown=MAX_STEPS)}</p>' if len(lines) > MAX_STEPS else ""
+    return f'<table id="steps">{head}{body}</table>{more}'
 
 
 def tree(j: JobView) -> str:

@@ -87,6 +87,13 @@ select p.id, p.state::text as state, count(*) over () as total
  limit %(limit)s::integer
 """
 
+# a job's durable steps, the first ones (brooq.steps reads no more), results cut short
+DASHBOARD_JOB_STEPS: LiteralString = """
+select s.name, s.kind, left(s.result::text, %(shown)s) as result,
+       length(s.result::text) as result_length, s.attempt, s.at
+  from brooq.steps(%(id)s::bigint, %(limit)s::integer) as s
+"""
+
 DASHBOARD_JOB_CHILDREN: LiteralString = """
 select c.id, c.state::text as state
   from brooq.children(%(id)s::bigint, %(limit)s::integer) as c
