@@ -649,3 +649,18 @@ def test_a_run_keeps_what_existed_before_it_out_of_the_gcs_full_collections(db: 
         wait_for(lambda: frozen, what="the job to run")
     assert frozen[0] >= before // 2  # most of them: some die before run() starts
     assert gc.get_freeze_count() == 0
+
+
+def test_worker_handlers_is_what_was_registered_and_read_only() -> None:
+    """Worker.handlers: the registered handlers by topic with their settings (what
+    brooq.testing.drain runs); registering goes through @worker.handler only."""
+    worker = brooq.Worker("postgresql://unused", name="w")
+
+    @worker.handler("mail", max_attempts=7)
+    def mail(job: brooq.Job) -> None:
+        pass
+
+    assert list(worker.handlers) == ["mail"] and worker.handlers["mail"].fn is mail
+    assert worker.handlers["mail"].settings.max_attempts == 7
+    with pytest.raises(TypeError):
+        worker.handlers["other"] = worker.handlers["mail"]  # type: ignore[index]

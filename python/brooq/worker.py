@@ -32,8 +32,9 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -249,6 +250,12 @@ class Worker:
     @property
     def topics(self) -> list[str]:
         return list(self._handlers)
+
+    @property
+    def handlers(self) -> Mapping[str, TopicHandler]:
+        """The registered handlers by topic, each with its topic settings and timeout
+        (read only: register with @worker.handler or worker.register)."""
+        return MappingProxyType(self._handlers)
 
     def declare_topics(self) -> None:
         """Declare the registered topics now (run() does it at start), e.g. at deploy time,

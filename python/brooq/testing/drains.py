@@ -133,11 +133,11 @@ def topic_handlers(handlers: Handlers) -> dict[str, TopicHandler]:
     worker.register registers them), or a mapping of topic to handler function (default
     topic settings, no timeout)."""
     if isinstance(handlers, Worker):
-        return dict(handlers._handlers)
+        return dict(handlers.handlers)
     if isinstance(handlers, (Task, Registry)):
         scratch = Worker.from_config(WorkerConfig(dsn=UNUSED_DSN))  # the environment unread
         scratch.register(handlers)
-        return dict(scratch._handlers)
+        return dict(scratch.handlers)
     if isinstance(handlers, Mapping):
         found: dict[str, TopicHandler] = {}
         for topic, fn in handlers.items():
