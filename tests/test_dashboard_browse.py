@@ -399,7 +399,7 @@ def test_a_bulk_action_touches_at_most_its_cap(db: str) -> None:
 def test_in_a_browser_filter_page_on_and_cancel_a_filtered_set(
         browser: Any, deep: Dashboard, db: str) -> None:  # noqa: F811 (the fixture)
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     with psycopg.connect(db, autocommit=True) as conn:
         marked = [r[0] for r in conn.execute(
@@ -422,11 +422,13 @@ def test_in_a_browser_filter_page_on_and_cancel_a_filtered_set(
     Select(browser.find_element(By.ID, "state")).select_by_value("pending")
     browser.find_element(By.ID, "payload").send_keys("customer = 42")
     browser.find_element(By.ID, "filter").click()
+    at(browser, "payload=customer+%3D+42")  # the filtered list, not the rows of the page before
     assert {int(e.get_attribute("id")[4:]) for e in browser.find_elements(By.CSS_SELECTOR, "tr[id^=job-]")} \
         == set(marked)
     browser.find_element(By.ID, "bulk-cancel").click()
     assert "3 jobs match." in browser.find_element(By.ID, "bulk-count").text
     browser.find_element(By.ID, "confirm").click()
+    WebDriverWait(browser, 10).until(lambda b: "/jobs/bulk" not in b.current_url, "the list after the action")
     assert "3 jobs canceled." in browser.find_element(By.ID, "flash").text
     assert [state_of(db, i) for i in marked] == ["canceled"] * 3
     assert browser.find_elements(By.ID, "no-match")  # the list, refreshed: none pending left
