@@ -54,6 +54,19 @@ EXECUTION_MARGIN = 2 * CHECK_EVERY
 START_CONFIRM = 0.1  # seconds
 
 
+
+def log_failed_attempt(logger: logging.Logger, job: Job, outcome: Outcome, exc: BaseException) -> None:
+    """A failed attempt (outcome failed), as the worker logs it: a signal such as Retry
+    at INFO, any other error at ERROR with its stack."""
+    if find_signal(exc) is not None:
+        logger.info(_("job.attempt_error", id=job.id, topic=job.topic, attempt=job.attempt,
+                      max_attempts=job.max_attempts, error=outcome.error),
+                    extra=log_extra(job, "retry"))
+    else:
+        logger.error(_("job.attempt_failed", id=job.id, topic=job.topic, attempt=job.attempt,
+                       max_attempts=job.max_attempts, error=outcome.error), exc_info=exc,
+                     extra=log_extra(job, "failed"))
+
 class Runner:
     """The attempts of one run, from claim until their outcome goes to the outbox."""
 
@@ -256,14 +269,7 @@ class Runner:
             # with the reason, once the database made it dead (no stack: nothing broke)
             return outcome
         if outcome.outcome == "failed" and not job.is_canceled():
-            if find_signal(exc) is not None:
-                log.info(_("job.attempt_error", id=job.id, topic=job.topic, attempt=job.attempt,
-                           max_attempts=job.max_attempts, error=outcome.error),
-                         extra=log_extra(job, "retry"))
-            else:
-                log.error(_("job.attempt_failed", id=job.id, topic=job.topic, attempt=job.attempt,
-                            max_attempts=job.max_attempts, error=outcome.error), exc_info=exc,
-                          extra=log_extra(job, "failed"))
+            log_failed_attempt(log, job, outcome, exc)
         return outcome
 
     def collect(self, now: float) -> bool:

@@ -34,10 +34,10 @@ from brooq.outcome import Outcome, of_exception, of_return
 from brooq.payload import PayloadLoader, Undecodable
 from brooq.producer import topic_stats
 from brooq.rows import fields_row
+from brooq.runner import log_failed_attempt
 from brooq.session import declare
 from brooq.settings import TopicSettings
-from brooq.settler import Settler, log_extra
-from brooq.signals import find_signal
+from brooq.settler import Settler
 from brooq.snapshot import TopicSnapshot
 from brooq.states import CLAIMABLE
 from brooq.tasks import Registry, Task
@@ -331,14 +331,7 @@ def _failed(job: Job, exc: Exception) -> Outcome:
     its stack, a signal such as Retry at INFO)."""
     outcome = of_exception(exc)
     if outcome.outcome == "failed":
-        if find_signal(exc) is not None:
-            log.info(_("job.attempt_error", id=job.id, topic=job.topic, attempt=job.attempt,
-                       max_attempts=job.max_attempts, error=outcome.error),
-                     extra=log_extra(job, "retry"))
-        else:
-            log.error(_("job.attempt_failed", id=job.id, topic=job.topic, attempt=job.attempt,
-                        max_attempts=job.max_attempts, error=outcome.error), exc_info=exc,
-                      extra=log_extra(job, "failed"))
+        log_failed_attempt(log, job, outcome, exc)
     return outcome
 
 

@@ -34,7 +34,7 @@ from brooq.schema_check import SchemaMismatch, check_schema
 from brooq.settings import Topic
 from brooq.states import CLAIMABLE, HELD_BY, STATES, TERMINAL
 from brooq.tools import queries as tool_queries
-from brooq.tools.text import describe, format_duration, format_setting, format_table, format_time
+from brooq.tools.text import describe, format_duration, format_table, format_time, setting_text
 
 if TYPE_CHECKING:
     from brooq.partitions import PartitionedWorker
@@ -423,17 +423,6 @@ class Clear:
 
 
 CLEAR = Clear()
-
-
-def setting_text(value: Any) -> str:
-    """A setting's value as the options take it: 30s, on, none."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, timedelta):
-        return format_setting(value)
-    return str(value)
 
 
 def format_settings(topic: Topic) -> str:

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any, TextIO
 
 from brooq.messages import _
 from brooq.reconcile import WRITES, Change
-from brooq.tools.text import format_setting
+from brooq.tools.text import setting_text
 
 SHOWN_PAYLOAD = 200  # characters of a payload's JSON on a line
 
@@ -35,16 +34,10 @@ KEYS = {("topic", "create"): "declare.topic.create", ("topic", "change"): "decla
 def shown(value: Any) -> str:
     """A value as the lines show it: a setting as the CLI's options take it (30s, on,
     none), a payload as compact JSON."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, timedelta):
-        return format_setting(value)
     if isinstance(value, (dict, list)):
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         return text if len(text) <= SHOWN_PAYLOAD else text[:SHOWN_PAYLOAD - 3] + "..."
-    return str(value)
+    return setting_text(value)
 
 
 def line(change: Change, prune_option: str) -> str:

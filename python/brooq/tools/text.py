@@ -43,6 +43,17 @@ def format_setting(value: timedelta) -> str:
     return f"{ms}ms"
 
 
+def setting_text(value: object) -> str:
+    """A setting's value as the options take it: 30s, on, none."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, timedelta):
+        return format_setting(value)
+    return str(value)
+
+
 def format_time(value: datetime | None) -> str:
     return value.isoformat(sep=" ", timespec="milliseconds") if value else "-"
 
