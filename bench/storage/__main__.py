@@ -39,12 +39,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 from pgcluster import Cluster
 
+from bench.longrun import duration
+
 SHAPES = ("row", "ring", "split")
 TOPIC = "t"
-
-
-def seconds(text: str) -> float:
-    return float(text[:-1]) * (60 if text.endswith("m") else 1) if text[-1] in "sm" else float(text)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -227,10 +225,10 @@ def main() -> int:
     ap.add_argument("--rate", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--consumers", type=int, default=2)
-    ap.add_argument("--warmup", type=seconds, default=10.0)
-    ap.add_argument("--clean", type=seconds, default=60.0)
-    ap.add_argument("--hold", type=seconds, default=180.0)
-    ap.add_argument("--after", type=seconds, default=30.0)
+    ap.add_argument("--warmup", type=duration, default=10.0)
+    ap.add_argument("--clean", type=duration, default=60.0)
+    ap.add_argument("--hold", type=duration, default=180.0)
+    ap.add_argument("--after", type=duration, default=30.0)
     ap.add_argument("--hold-kind", choices=("rr", "xid", "dump"), default="rr")
     ap.add_argument("--drain", type=int, default=0,
                     help="instead of the pinned-horizon run: enqueue this many jobs, then drain them")
