@@ -514,13 +514,15 @@ def cmd_deploy(args: argparse.Namespace, out: TextIO) -> int:
 
 # --- declare: a Registry's topics and schedules (brooq.reconcile) ---------------------
 
-def load_registry(spec: str) -> Registry:
-    """MODULE:OBJECT -> a brooq.Registry (OBJECT may also be a callable returning one)."""
-    from brooq.tasks import Registry, Task
-
+def load_object(spec: str, invalid: str, made: tuple[type, ...],
+                raised: tuple[type[BaseException], ...]) -> Any:
+    """MODULE:OBJECT, imported from the current directory as python -m does; an OBJECT
+    that is not of a type of ``made`` but callable is called, and what it returns is the
+    answer. ``invalid``: the message of a SPEC without its colon; ``raised``: the errors
+    of that call that pass as they are (any other one is a Failure naming SPEC)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise UsageError(_("cli.invalid_app", spec=spec))
+        raise UsageError(_(invalid, spec=spec))
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # like python -m: modules of the current directory
     try:
@@ -532,13 +534,21 @@ def load_registry(spec: str) -> Registry:
             obj = getattr(obj, part)
         except AttributeError as exc:
             raise Failure(_("cli.no_attribute", module=module_name, attr=attr)) from exc
-    if not isinstance(obj, (Registry, Task)) and callable(obj) and not isinstance(obj, type):
+    if not isinstance(obj, made) and callable(obj) and not isinstance(obj, type):
         try:
             obj = obj()
-        except BrooqError:
+        except raised:
             raise
         except Exception as exc:
             raise Failure(_("cli.call_failed", spec=spec, error=f"{type(exc).__name__}: {exc}")) from exc
+    return obj
+
+
+def load_registry(spec: str) -> Registry:
+    """MODULE:OBJECT -> a brooq.Registry (OBJECT may also be a callable returning one)."""
+    from brooq.tasks import Registry, Task
+
+    obj = load_object(spec, "cli.invalid_app", (Registry, Task), (BrooqError,))
     if not isinstance(obj, Registry):
         raise Failure(_("cli.not_a_registry", spec=spec, type=type(obj).__name__))
     if obj.empty():
@@ -563,29 +573,7 @@ def load_worker(spec: str) -> Worker:
     """MODULE:OBJECT -> a brooq.Worker (OBJECT may also be a callable returning one)."""
     from brooq.worker import Worker
 
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise UsageError(_("cli.invalid_worker", spec=spec))
-    if "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))  # like python -m: modules of the current directory
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise Failure(_("cli.cannot_import", module=module_name, error=exc)) from exc
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError as exc:
-            raise Failure(_("cli.no_attribute", module=module_name, attr=attr)) from exc
-    if not isinstance(obj, Worker) and callable(obj) and not isinstance(obj, type):
-        try:
-            obj = obj()
-        except (BrooqError, ConfigError):
-            raise
-        except Exception as exc:
-            raise Failure(_("cli.call_failed", spec=spec,
-                                error=f"{type(exc).__name__}: {exc}")) from exc
+    obj = load_object(spec, "cli.invalid_worker", (Worker,), (BrooqError, ConfigError))
     if not isinstance(obj, Worker):
         raise Failure(_("cli.not_a_worker", spec=spec, type=type(obj).__name__))
     return obj
